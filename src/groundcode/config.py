@@ -1,0 +1,24 @@
+"""Flat, typed configuration for generation. CLI flags map 1:1 onto these fields.
+
+Not here: model loading options (models/load.py) and benchmark recipes (evaluation/).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class SamplingConfig:
+    temperature: float = 0.0      # 0 = greedy (deterministic)
+    top_p: float = 1.0            # nucleus sampling; 1.0 keeps the whole distribution
+    seed: int = 0                 # per-row generators are seeded from this
+    max_new_tokens: int = 128     # hard cap on generated tokens per row
+
+
+@dataclass
+class MonitorConfig:
+    enabled: bool = True           # False = plain decoding (the baseline)
+    deadline_s: float = 2.0        # per analysis call; on timeout the monitor fails open
+    hide_private: bool = False     # drop `_name` members from the candidates
+    hide_dunder: bool = True       # drop `__name__` members (rarely what code means after `x.`)
+    allow_bindings: bool = True    # leave `self.new_attr = ...` free (verified, rolled back otherwise)

@@ -1,0 +1,1 @@
+"""Decoding: the engine loop, guides (monitors), the vocab index, sampling, the HF adapter."""
