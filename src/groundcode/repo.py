@@ -1,0 +1,105 @@
+"""Source files of a repository, read safely, and the places code is written into them.
+
+Positions: `Cursor(line, column)` — line is 1-based, column 0-based (characters), as in Jedi.
+The user's files are only ever read; every edit happens on in-memory text.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import GroundcodeError
+
+
+@dataclass(frozen=True)
+class Cursor:
+    line: int     # 1-based
+    column: int   # 0-based
+
+
+def read_source(path: str | Path) -> str:
+    p = Path(path)
+    if not p.exists():
+        raise GroundcodeError(f"file not found: {p}")
+    if not p.is_file():
+        raise GroundcodeError(f"not a file: {p}")
+    try:
+        return p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GroundcodeError(f"{p} is not UTF-8 text (byte {exc.start}); groundcode reads UTF-8 sources") from None
+
+
+def find_repo_root(path: Path) -> Path:
+    """The nearest ancestor with a VCS or packaging marker, else the file's directory."""
+    p = path.resolve().parent
+    for d in [p, *p.parents]:
+        if any((d / m).exists() for m in (".git", "pyproject.toml", "setup.py", "setup.cfg", ".hg")):
+            return d
+    return p
+
+
+def text_version(text: str) -> str:
+    return hashlib.blake2s(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+
+
+def parse_file_position(spec: str) -> tuple[Path, Cursor]:
+    """'FILE:LINE:COL' -> (path, Cursor)."""
+    m = re.match(r"^(.*):(\d+):(\d+)$", spec)
+    if not m:
+        raise GroundcodeError(f"expected FILE:LINE:COL (line 1-based, column 0-based), got {spec!r}")
+    return Path(m.group(1)), Cursor(int(m.group(2)), int(m.group(3)))
+
+
+def parse_file_function(spec: str) -> tuple[Path, str]:
+    """'FILE:Class.method' -> (path, qualified name)."""
+    m = re.match(r"^(.*\.pyi?):([A-Za-z_][\w.]*)$", spec)
+    if not m:
+        raise GroundcodeError(f"expected FILE.py:FUNCTION (e.g. pkg/mod.py:Class.method), got {spec!r}")
+    return Path(m.group(1)), m.group(2)
+
+
+@dataclass
+class FunctionSite:
+    qualname: str
+    def_line: int          # 1-based line of `def` (decorators excluded)
+    first_line: int        # 1-based first line of the decorators / def
+    body_line: int         # 1-based first line of the body that is generated (after the docstring)
+    end_line: int          # 1-based last line of the function
+    indent: int            # column of `def`
+    has_docstring: bool
+
+
+def find_function(text: str, qualname: str, path: Path | None = None) -> FunctionSite:
+    """Locate `qualname` (e.g. 'Cart.add') in `text`."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise GroundcodeError(f"{path or 'source'}: cannot parse (line {exc.lineno}: {exc.msg}); "
+                              "fix the syntax error or use `groundcode complete` at a position") from None
+    parts = qualname.split(".")
+    body = tree.body
+    node = None
+    for k, part in enumerate(parts):
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == part), None)
+        if node is None:
+            where = ".".join(parts[:k]) or "module level"
+            raise GroundcodeError(f"{path or 'source'}: no function or class {part!r} at {where}")
+        body = node.body
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise GroundcodeError(f"{qualname!r} is a class, not a function")
+    first = node.body[0]
+    doc = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
+        and isinstance(first.value.value, str)
+    if doc:
+        body_line = first.end_lineno + 1
+    else:
+        body_line = first.lineno
+    if body_line <= node.lineno and not doc:
+        raise GroundcodeError(f"{qualname!r} is a one-line function; nothing to generate")
+    first_line = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return FunctionSite(qualname, node.lineno, first_line, body_line, node.end_lineno,
+                        node.col_offset, doc)
