@@ -5,8 +5,27 @@ the one question a constrained step asks: which tokens may come next if the text
 with `prefix` and then with one of the remaining `suffixes` (the untyped rest of each candidate
 identifier), after which any non-identifier character may follow (`(`, `)`, `.`, space, ...).
 
-Handles byte-level BPE (GPT-2 `Ġ`) and SentencePiece (`▁`, `<0xNN>`) vocabularies.
+    index = VocabIndex.for_tokenizer(tokenizer)
+    ids = index.allowed({"append", "extend"})            # sorted unique int64 token ids
+    ids = index.allowed({"append"}, prefix=").")          # tokens that merged the dot: `).app`...
+    mask = index.allowed_mask({"append"}, width=logits.shape[-1], device=logits.device)
+
+Handles byte-level BPE (GPT-2 `Ġ`) and SentencePiece (`▁`, `<0xNN>`) vocabularies; special
+tokens have text "" and are never allowed.
+
+How a step is answered (and why it is fast): every token text t is split, per lead string (the
+`prefix`, usually ""), into its leading identifier run and the rest. Token ids are grouped by run
+into CSR arrays, and the runs are put in an open-addressing hash table of 64-bit string hashes.
+A query hashes every prefix of every suffix at once with numpy (a cumulative polynomial hash over
+the joined suffix bytes), looks them all up in the table in a few vectorised probes, and marks the
+hits in a boolean mask. Suffixes that are not plain ASCII identifiers (rare) and small queries
+(where numpy's per-call overhead dominates) take an exact pure-Python path over the same data.
+Results are kept in an LRU keyed by (frozenset(suffixes), prefix); masks for the logits' device are
+kept in a second LRU, so a repeated step copies nothing to the device.
+
 Not here: deciding *when* to constrain (guides/), applying masks to logits (masking.py).
+Tests: tests/test_vocab.py (exact sets against a brute-force reference). Speed:
+benchmarks/mask_time.py.
 """
 from __future__ import annotations
 
@@ -23,7 +42,13 @@ import numpy as np
 
 IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _IDENT_RUN = re.compile(r"[A-Za-z0-9_]*")
+_IDENT_ALL = re.compile(r"[A-Za-z0-9_]*\Z")
 _EMPTY = np.zeros(0, dtype=np.int64)
+_FORMAT = 2  # bump when the cached file layout or the decoding rules change
+
+# Queries whose suffixes hold fewer characters than this take the pure-Python path: below it,
+# a dozen dict lookups beat the fixed cost of ~25 numpy calls (measured in benchmarks/mask_time.py).
+PY_PATH_MAX_CHARS = 160
 
 
 def _bytes_to_unicode() -> dict[int, str]:
@@ -47,7 +72,8 @@ _SP_BYTE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 def _tokenizer_fingerprint(tokenizer) -> str:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     blob = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
-    return hashlib.sha256(f"{len(tokenizer)}\0{blob}".encode()).hexdigest()[:24]
+    special = sorted(getattr(tokenizer, "all_special_ids", []))
+    return hashlib.sha256(f"{_FORMAT}\0{len(tokenizer)}\0{special}\0{blob}".encode()).hexdigest()[:24]
 
 
 def _style(tokenizer, pieces: list[str]) -> str:
@@ -67,19 +93,34 @@ def _style(tokenizer, pieces: list[str]) -> str:
 
 
 def decode_token_texts(tokenizer) -> list[str]:
-    """The text each token id contributes when it follows other text ("" for special tokens)."""
+    """The text each token id contributes when it follows other text ("" for special tokens).
+
+    Byte-level pieces are mapped back to bytes; a piece that is only part of a UTF-8 character
+    becomes U+FFFD (a non-identifier character, which is what the real next character is too).
+    SentencePiece `▁` becomes a space and `<0xNN>` the byte (U+FFFD above 0x7F). Added tokens that
+    are not special are literal text (they are not byte-mapped)."""
     n = len(tokenizer)
     pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
-    special = set(tokenizer.all_special_ids)
+    special = set(getattr(tokenizer, "all_special_ids", []))
+    literal: set[int] = set()
+    for i, tok in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
+        if _SP_BYTE.match(str(tok)):
+            continue  # byte-fallback pieces are registered as added tokens, yet they are text
+        if getattr(tok, "special", False):
+            special.add(i)
+        else:
+            literal.add(i)
     style = _style(tokenizer, [p or "" for p in pieces])
     texts: list[str] = []
     for i, piece in enumerate(pieces):
         if piece is None or i in special:
             texts.append("")
+        elif i in literal:
+            texts.append(piece)
         elif style == "bytelevel":
             try:
                 texts.append(bytes(_BYTE_DECODER[c] for c in piece).decode("utf-8", errors="replace"))
-            except KeyError:  # an added token that is not byte-mapped
+            except KeyError:  # not byte-mapped: take it literally
                 texts.append(piece)
         elif style == "sentencepiece":
             m = _SP_BYTE.match(piece)
@@ -93,23 +134,197 @@ def decode_token_texts(tokenizer) -> list[str]:
     return texts
 
 
-class _SubIndex:
-    """Tokens that start with a fixed lead string, keyed by what follows the lead."""
+# -- hashing of ASCII identifier strings, vectorised -------------------------------------------
+# h(s) = (sum_i s[i] * P**i  +  len(s) * Q)  mod 2**64. Runs are at most a few dozen characters,
+# far below the lengths at which polynomial hashes mod 2**64 have known collisions; the tests
+# compare every result with a brute-force scan.
+_P = np.uint64(0x9E3779B97F4A7C15 | 1)
+_Q = np.uint64(0xC2B2AE3D27D4EB4F)
+_POW = np.ones(1, dtype=np.uint64)
+_INVPOW = np.ones(1, dtype=np.uint64)
 
-    def __init__(self, items: Iterable[tuple[str, int]]):
-        ident: dict[str, list[int]] = {}
-        ends: dict[str, list[int]] = {}
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    global _POW, _INVPOW
+    if len(_POW) < n:
+        m = max(n, 2 * len(_POW), 4096)
+        inv = pow(int(_P), -1, 2 ** 64)
+        pw, ip = [1] * m, [1] * m
+        for i in range(1, m):
+            pw[i] = pw[i - 1] * int(_P) % 2 ** 64
+            ip[i] = ip[i - 1] * inv % 2 ** 64
+        _POW, _INVPOW = np.array(pw, dtype=np.uint64), np.array(ip, dtype=np.uint64)
+    return _POW, _INVPOW
+
+
+def _prefix_hashes(strings: list[str], max_len: int):
+    """Hashes of every prefix of length 1..min(len(s), max_len) of each ASCII string.
+
+    Returns (hashes, lengths, owner index, is_full) as flat arrays, one entry per (string, prefix).
+    """
+    lens = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    buf = np.frombuffer("".join(strings).encode("ascii"), dtype=np.uint8)
+    n = len(buf)
+    pw, ipw = _powers(n + 1)
+    starts = np.cumsum(lens) - lens
+    owner = np.repeat(np.arange(len(strings)), lens)
+    seg = starts[owner]
+    k = np.arange(1, n + 1, dtype=np.int64) - seg  # prefix length ending at each position
+    keep = k <= max_len
+    g = np.empty(n + 1, dtype=np.uint64)
+    g[0] = 0
+    with np.errstate(over="ignore"):
+        np.cumsum(buf * pw[:n], out=g[1:])
+        pos = np.flatnonzero(keep)
+        sk = seg[pos]
+        kk = k[pos].astype(np.uint64)
+        h = (g[pos + 1] - g[sk]) * ipw[sk] + kk * _Q
+    own = owner[pos]
+    full = k[pos] == lens[own]
+    return h, kk, own, full
+
+
+def _hash_strings(strings: list[str]) -> np.ndarray:
+    """One hash per (non-empty ASCII) string, equal to its full-length prefix hash."""
+    if not strings:
+        return np.zeros(0, dtype=np.uint64)
+    h, _, _, full = _prefix_hashes(strings, max(map(len, strings)))
+    return h[full]
+
+
+class _Table:
+    """Open-addressing hash table (linear probing) from 64-bit hashes to small ints."""
+
+    def __init__(self, hashes: np.ndarray):
+        bits = max(4, int(len(hashes)).bit_length() + 2)  # load factor <= 1/4: short probe runs
+        self.shift = np.uint64(64 - bits)
+        self.mask = (1 << bits) - 1
+        self.keys = np.zeros(1 << bits, dtype=np.uint64)
+        self.vals = np.full(1 << bits, -1, dtype=np.int64)
+        todo = np.arange(len(hashes))
+        slot = self._home(hashes)
+        while len(todo):  # place in rounds: one winner per free slot, the rest move on
+            s = slot[todo]
+            free = self.vals[s] < 0
+            _, first = np.unique(s[free], return_index=True)
+            win = todo[free][first]
+            self.keys[slot[win]] = hashes[win]
+            self.vals[slot[win]] = win
+            placed = np.zeros(len(hashes), dtype=bool)
+            placed[win] = True
+            todo = todo[~placed[todo]]
+            slot[todo] = (slot[todo] + 1) & self.mask
+
+    def _home(self, h: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return ((h * np.uint64(0xFF51AFD7ED558CCD)) >> self.shift).astype(np.int64)
+
+    def find(self, h: np.ndarray) -> np.ndarray:
+        """Value of each hash, -1 where absent."""
+        out = np.full(len(h), -1, dtype=np.int64)
+        slot = self._home(h)
+        todo = np.arange(len(h))
+        while len(todo):
+            s = slot[todo]
+            v = self.vals[s]
+            hit = self.keys[s] == h[todo]
+            hit &= v >= 0
+            out[todo[hit]] = v[hit]
+            more = ~hit & (v >= 0)  # occupied by another key: probe on; empty: absent
+            todo = todo[more]
+            slot[todo] = (s[more] + 1) & self.mask
+        return out
+
+
+def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    off = np.zeros(len(groups) + 1, dtype=np.int64)
+    np.cumsum([len(g) for g in groups], out=off[1:])
+    ids = np.fromiter((i for g in groups for i in g), dtype=np.int64, count=int(off[-1]))
+    return off, ids
+
+
+def _gather(off: np.ndarray, ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Concatenation of the CSR rows `keys` (vectorised)."""
+    lo, hi = off[keys], off[keys + 1]
+    cnt = hi - lo
+    total = int(cnt.sum())
+    if total == 0:
+        return _EMPTY
+    nz = cnt > 0
+    lo, cnt = lo[nz], cnt[nz]
+    step = np.ones(total, dtype=np.int64)
+    ends = np.cumsum(cnt)
+    step[0] = lo[0]
+    step[ends[:-1]] = lo[1:] - (lo[:-1] + cnt[:-1]) + 1
+    return ids[np.cumsum(step)]
+
+
+class _Lead:
+    """Tokens that start with a fixed lead string, keyed by what follows the lead.
+
+    A token's rest (text after the lead) is its identifier run plus the remainder, which is empty
+    ("ident" token: allowed when the run is a prefix of a suffix) or starts with a non-identifier
+    character ("end" token: allowed when the run equals a suffix)."""
+
+    def __init__(self, items: list[tuple[str, int]], size: int):
+        self.size = size
+        self.by_rest: dict[str, list[int]] = {}
+        key_of: dict[str, int] = {}
+        ident: list[list[int]] = []
+        ends: list[list[int]] = []
         for rest, tid in items:
+            self.by_rest.setdefault(rest, []).append(tid)
             run = _IDENT_RUN.match(rest).group(0)
-            if run == rest:
-                if rest:
-                    ident.setdefault(rest, []).append(tid)
-            else:  # identifier part, then a non-identifier character
-                ends.setdefault(run, []).append(tid)
-        self.ident = {k: np.asarray(v, dtype=np.int64) for k, v in ident.items()}
-        self.ident_keys = frozenset(self.ident)
-        self.ends = {k: np.asarray(v, dtype=np.int64) for k, v in ends.items()}
-        self.max_ident = max((len(k) for k in self.ident), default=0)
+            k = key_of.get(run)
+            if k is None:
+                k = key_of[run] = len(ident)
+                ident.append([])
+                ends.append([])
+            (ident if run == rest else ends)[k].append(tid)
+        self.key_of = key_of
+        self.runs = list(key_of)
+        self.ident_off, self.ident_ids = _csr(ident)
+        self.ends_off, self.ends_ids = _csr(ends)
+        self.max_run = max(map(len, self.runs), default=0)
+        self.max_rest = max(map(len, self.by_rest), default=0)
+        self.sorted_rests = sorted(self.by_rest)
+        k0 = key_of.get("")
+        self.empty_ends = self.ends_ids[self.ends_off[k0]:self.ends_off[k0 + 1]] if k0 is not None else _EMPTY
+        self.empty_mask = np.zeros(size, dtype=bool)
+        self.empty_mask[self.empty_ends] = True
+        nonempty = [r for r in self.runs if r]
+        self._table = _Table(_hash_strings(nonempty))
+        self._table_key = np.fromiter((key_of[r] for r in nonempty), dtype=np.int64, count=len(nonempty))
+
+    # exact for any suffix; used for small queries and for suffixes that are not ASCII identifiers
+    def py_one(self, s: str, parts: list) -> None:
+        by_rest = self.by_rest
+        for k in range(1, min(len(s), self.max_rest) + 1):
+            ids = by_rest.get(s[:k])
+            if ids:
+                parts.extend(ids)
+        if _IDENT_ALL.match(s):
+            k = self.key_of.get(s)
+            if k is not None:
+                parts.extend(self.ends_ids[self.ends_off[k]:self.ends_off[k + 1]].tolist())
+        else:  # tokens continuing s with a non-identifier character
+            lo = bisect.bisect_left(self.sorted_rests, s)
+            hi = bisect.bisect_left(self.sorted_rests, s + "\U0010ffff")
+            n = len(s)
+            for r in self.sorted_rests[lo:hi]:
+                if len(r) > n and r[n] not in IDENT_CHARS:
+                    parts.extend(by_rest[r])
+
+    def np_mask(self, suffixes: list[str], mask: np.ndarray) -> None:
+        """Mark in `mask` the tokens allowed for non-empty ASCII identifier `suffixes`."""
+        h, _, own, full = _prefix_hashes(suffixes, self.max_run)
+        found = self._table.find(h)
+        hit = found >= 0
+        keys = self._table_key[found[hit]]
+        mask[_gather(self.ident_off, self.ident_ids, keys)] = True
+        fk = keys[full[hit]]
+        if len(fk):
+            mask[_gather(self.ends_off, self.ends_ids, fk)] = True
 
 
 class VocabIndex:
@@ -124,13 +339,15 @@ class VocabIndex:
         for i, t in enumerate(texts):
             if t:
                 self.by_text.setdefault(t, []).append(i)
-        order = sorted((t, i) for i, t in enumerate(texts) if t)
-        self._sorted_texts = [t for t, _ in order]
-        self._sorted_ids = [i for _, i in order]
-        self._root = _SubIndex((t, i) for t, i in order)
-        self._leads: dict[str, _SubIndex] = {}
+        self.max_text = max(map(len, self.by_text), default=0)
+        self._sorted_texts = sorted(self.by_text)
+        self._root = _Lead([(t, i) for i, t in enumerate(texts) if t], self.size)
+        self._leads: dict[str, _Lead] = {}
         self._cache: OrderedDict = OrderedDict()
+        self._mask_cache: OrderedDict = OrderedDict()
         self.cache_size = 4096
+        self.mask_cache_size = 256
+        self.py_path_max_chars = PY_PATH_MAX_CHARS
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -144,26 +361,27 @@ class VocabIndex:
                 texts = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 texts = None
-        if texts is None or len(texts) != len(tokenizer):
+        if not isinstance(texts, list) or len(texts) != len(tokenizer):
             texts = decode_token_texts(tokenizer)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".tmp")
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_text(json.dumps(texts), encoding="utf-8")
                 tmp.replace(path)
             except OSError:
                 pass  # a read-only home is fine: the index is rebuilt next time
         return cls(texts)
 
-    def _lead(self, lead: str) -> _SubIndex:
+    def _lead(self, lead: str) -> _Lead:
         if not lead:
             return self._root
         sub = self._leads.get(lead)
         if sub is None:
             lo = bisect.bisect_left(self._sorted_texts, lead)
             hi = bisect.bisect_left(self._sorted_texts, lead + "\U0010ffff")
-            sub = _SubIndex((self._sorted_texts[j][len(lead):], self._sorted_ids[j])
-                            for j in range(lo, hi) if len(self._sorted_texts[j]) > len(lead))
+            n = len(lead)
+            sub = _Lead([(t[n:], i) for t in self._sorted_texts[lo:hi] if len(t) > n
+                         for i in self.by_text[t]], self.size)
             self._leads[lead] = sub
         return sub
 
@@ -172,7 +390,7 @@ class VocabIndex:
         """Sorted unique ids of tokens t such that either t is a non-empty prefix of `prefix`,
         or t = prefix + r with r non-empty and, for some s in `suffixes`, r is a prefix of s or
         r = s + c + anything with c a non-identifier character. "" in `suffixes` means the
-        identifier may end right after `prefix`."""
+        identifier may end right after `prefix`. The returned array is cached and shared: do not modify it in place."""
         key = (suffixes if isinstance(suffixes, frozenset) else frozenset(suffixes), prefix)
         hit = self._cache.get(key)
         if hit is not None:
@@ -184,24 +402,62 @@ class VocabIndex:
             self._cache.popitem(last=False)
         return out
 
-    def _compute(self, suffixes: frozenset, prefix: str) -> np.ndarray:
-        parts: list[np.ndarray] = []
-        for k in range(1, len(prefix) + 1):  # tokens that stop inside (or at the end of) prefix
+    def allowed_mask(self, suffixes: Iterable[str], prefix: str = "", width: int | None = None,
+                     device=None):
+        """`allowed` as a torch.bool tensor of length `width` (default: vocab size; model heads are
+        often wider than the tokenizer, the extra ids are never allowed) on `device`.
+
+        Cached per (suffixes, prefix, width, device): a repeated step reuses the tensor already on
+        the device, so nothing is copied and nothing waits on the host. Do not modify it."""
+        import torch
+        fs = suffixes if isinstance(suffixes, frozenset) else frozenset(suffixes)
+        width = self.size if width is None else int(width)
+        key = (fs, prefix, width, str(device) if device is not None else "cpu")
+        hit = self._mask_cache.get(key)
+        if hit is not None:
+            self._mask_cache.move_to_end(key)
+            return hit
+        ids = self.allowed(fs, prefix)
+        mask = np.zeros(width, dtype=bool)
+        mask[ids[ids < width]] = True
+        t = torch.from_numpy(mask)
+        if device is not None and torch.device(device).type != "cpu":
+            t = t.pin_memory().to(device, non_blocking=True)
+        self._mask_cache[key] = t
+        if len(self._mask_cache) > self.mask_cache_size:
+            self._mask_cache.popitem(last=False)
+        return t
+
+    def clear_cache(self) -> None:
+        """Forget cached answers (the precomputed tables stay); benchmarks use it for cold steps."""
+        self._cache.clear()
+        self._mask_cache.clear()
+
+    def _compute(self, suffixes: frozenset, prefix: str, path: str | None = None) -> np.ndarray:
+        """`path` forces "py" or "np" (tests compare both with the reference); None picks."""
+        parts: list[int] = []
+        for k in range(1, min(len(prefix), self.max_text) + 1):  # tokens ending inside prefix
             ids = self.by_text.get(prefix[:k])
             if ids:
-                parts.append(np.asarray(ids, dtype=np.int64))
+                parts.extend(ids)
         sub = self._lead(prefix)
-        m = sub.max_ident
-        prefs = {s[:k] for s in suffixes for k in range(1, min(len(s), m) + 1)}
-        for p in prefs & sub.ident_keys:
-            parts.append(sub.ident[p])
-        for s in suffixes:
-            ids = sub.ends.get(s)
-            if ids is not None:
-                parts.append(ids)
-        if not parts:
-            return _EMPTY
-        return np.unique(np.concatenate(parts))
+        if path is None:
+            path = "py" if sum(map(len, suffixes)) < self.py_path_max_chars else "np"
+        if path == "py":
+            for s in suffixes:
+                sub.py_one(s, parts)
+            return np.unique(np.asarray(parts, dtype=np.int64)) if parts else _EMPTY
+        fast = [s for s in suffixes if s and s.isascii() and _IDENT_ALL.match(s)]
+        if len(fast) < len(suffixes):
+            for s in suffixes:
+                if s and not (s.isascii() and _IDENT_ALL.match(s)):
+                    sub.py_one(s, parts)
+        mask = sub.empty_mask.copy() if "" in suffixes else np.zeros(self.size, dtype=bool)
+        if parts:
+            mask[parts] = True
+        if fast:
+            sub.np_mask(fast, mask)
+        return np.flatnonzero(mask).astype(np.int64, copy=False)
 
     def text_of(self, ids: Iterable[int]) -> str:
         return "".join(self.texts[i] for i in ids)

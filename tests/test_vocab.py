@@ -1,0 +1,250 @@
+"""Tests for the vocab index (groundcode.decoding.vocab): exact allowed sets against a brute-force
+scan of the whole vocabulary, on byte-level BPE, SentencePiece-style and hand-merged tokenizers
+(merged-dot tokens `.append`, `._`, `).`, end-symbol tokens `append(`), both query paths, the
+disk cache, special tokens and the "" suffix. Run: .venv/bin/python -m pytest tests/test_vocab.py -q
+"""
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+
+from groundcode.decoding import vocab as vocab_mod
+from groundcode.decoding.vocab import IDENT_CHARS, VocabIndex, decode_token_texts
+from groundcode.models.tiny import (SAMPLE_CODE, SPECIAL_TOKENS, build_sentencepiece_tokenizer,
+                                    build_tiny_tokenizer, wrap_fast)
+
+# Tokens the hand-merged tokenizer must contain (each one's prefixes become tokens too).
+MERGED_WORDS = [
+    ".append", ".append(", "._", "._items", ").", ").append", "append(", "append", "appendleft",
+    "extend", ".extend", "extend(", "__init__", "__init__(", ".__init__", "self", " self", "self.",
+    "items", "_items", "get_item", "get_item(", "get", "():", "()", " = ", "x", "size", ".size",
+    "size)", "café", "caf\xe9(", "naïve",
+]
+
+
+def _bytelevel(s: str) -> str:
+    table = vocab_mod._bytes_to_unicode()
+    return "".join(table[b] for b in s.encode("utf-8"))
+
+
+def build_merged_tokenizer():
+    """Byte-level BPE whose merges build every word of MERGED_WORDS left to right, so merged-dot
+    and end-symbol tokens exist, plus one partial-UTF-8 token and one literal added token."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    vocab = {t: i for i, t in enumerate(SPECIAL_TOKENS)}
+    for ch in pre_tokenizers.ByteLevel.alphabet():
+        vocab.setdefault(ch, len(vocab))
+    merges = []
+    words = [_bytelevel(w) for w in MERGED_WORDS] + [_bytelevel("caf") + _bytelevel("é")[0]]
+    for w in words:
+        for k in range(2, len(w) + 1):
+            if w[:k] not in vocab:
+                merges.append((w[:k - 1], w[k - 1]))
+                vocab[w[:k]] = len(vocab)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    fast = wrap_fast(tok)
+    fast.add_tokens(["éx"])  # not special: literal text, not byte-mapped
+    return fast
+
+
+@pytest.fixture(scope="module")
+def tokenizers():
+    return {"bytelevel": build_tiny_tokenizer(), "sentencepiece": build_sentencepiece_tokenizer(),
+            "merged": build_merged_tokenizer()}
+
+
+@pytest.fixture(scope="module")
+def indexes(tokenizers):
+    return {name: VocabIndex(decode_token_texts(t)) for name, t in tokenizers.items()}
+
+
+def reference(texts: list[str], suffixes, prefix: str) -> np.ndarray:
+    """The docstring's definition, literally, over the whole vocabulary."""
+    out = []
+    for i, t in enumerate(texts):
+        if not t:
+            continue
+        if prefix.startswith(t):
+            out.append(i)
+            continue
+        if not t.startswith(prefix) or len(t) == len(prefix):
+            continue
+        r = t[len(prefix):]
+        if any(s.startswith(r) or (r.startswith(s) and len(r) > len(s) and r[len(s)] not in IDENT_CHARS)
+               for s in suffixes):
+            out.append(i)
+    return np.asarray(out, dtype=np.int64)
+
+
+def _random_query(rng: random.Random, texts: list[str], names: list[str]):
+    """A candidate set (rests of names, some sliced from token texts, some odd) and a prefix."""
+    pool = [t for t in texts if t]
+    n = rng.choice([1, 2, 5, 20, 60, 200])
+    sufs = set()
+    for _ in range(n):
+        roll = rng.random()
+        if roll < 0.5:
+            w = rng.choice(names)
+            sufs.add(w[rng.randrange(len(w) + 1):])
+        elif roll < 0.8:
+            t = rng.choice(pool)
+            a = rng.randrange(len(t) + 1)
+            sufs.add(t[a:rng.randrange(a, len(t) + 1)] + rng.choice(["", "", "x", "_1"]))
+        elif roll < 0.9:
+            sufs.add("".join(rng.choice("ab_xé.(") for _ in range(rng.randrange(0, 5))))
+        else:
+            sufs.add("")
+    dotted = [t for t in pool if "." in t or ")" in t]
+    roll = rng.random()
+    if roll < 0.5:
+        prefix = ""
+    elif roll < 0.85 and dotted:
+        t = rng.choice(dotted)
+        prefix = t[:max(t.find("."), t.find(")")) + 1]
+    else:
+        t = rng.choice(pool)
+        prefix = t[:rng.randrange(len(t) + 1)]
+    return frozenset(sufs), prefix
+
+
+NAMES = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(SAMPLE_CODE + MERGED_WORDS)))) + \
+    ["append", "appendleft", "__init__", "_registered_updates", "get_item", "café", "x1", "_"]
+
+
+@pytest.mark.parametrize("name", ["bytelevel", "sentencepiece", "merged"])
+@pytest.mark.parametrize("path", ["py", "np", None])
+def test_allowed_matches_brute_force(indexes, name, path):
+    index = indexes[name]
+    rng = random.Random(f"{name}-{path}")
+    for _ in range(120):
+        sufs, prefix = _random_query(rng, index.texts, NAMES)
+        got = index._compute(sufs, prefix, path=path)
+        want = reference(index.texts, sufs, prefix)
+        assert got.dtype == np.int64
+        assert np.array_equal(got, want), (sufs, prefix, set(got) ^ set(want))
+
+
+def test_public_allowed_is_sorted_unique_and_cached(indexes):
+    index = indexes["merged"]
+    sufs = ["append", "appendleft", "extend", "items"]
+    a = index.allowed(sufs)
+    assert np.array_equal(a, np.unique(a)) and a.dtype == np.int64
+    assert np.array_equal(a, reference(index.texts, sufs, ""))
+    assert index.allowed(set(sufs)) is a  # LRU hit on the frozenset key
+
+
+def test_merged_dot_and_end_symbol_tokens(indexes):
+    index = indexes["merged"]
+    ids = lambda *texts: {i for t in texts for i in index.by_text[t]}  # noqa: E731
+    for t in [".append", "._", ").", "append(", ").append", "éx"]:
+        assert t in index.by_text, t
+    # at `obj.` with candidates append/extend: `append(` ends the name with a non-identifier char
+    got = set(index.allowed({"append", "extend"}).tolist())
+    assert ids("append", "append(", "a", "ap", "extend(", "extend") <= got
+    assert not ids("appendleft", "._", ".append", "x") & got
+    # the sampled token merged the dot: prefix "." constrains `.append` / `.append(`
+    got = set(index.allowed({"append"}, prefix=".").tolist())
+    assert ids(".", ".append", ".append(", ".a") <= got
+    assert not ids(".extend", "._", ".size", "append") & got
+    got = set(index.allowed({"append"}, prefix=").").tolist())
+    assert ids(")", ").", ").append") <= got
+    assert not ids("._", ".append") & got
+    # private members through `._`
+    got = set(index.allowed({"_items"}, prefix=".").tolist())
+    assert ids("._", "._items", ".") <= got and not ids(".append") & got
+
+
+def test_empty_suffix_means_the_identifier_may_end(indexes):
+    for index in indexes.values():
+        got = index.allowed({""})
+        want = [i for i, t in enumerate(index.texts) if t and t[0] not in IDENT_CHARS]
+        assert got.tolist() == want
+        assert len(index.allowed(set())) == 0
+        # "" plus a name: the name's prefixes, or anything that ends the identifier here
+        both = set(index.allowed({"", "size"}).tolist())
+        assert set(want) <= both and set(index.allowed({"size"}).tolist()) <= both
+
+
+def test_special_tokens_are_never_allowed(tokenizers, indexes):
+    rng = random.Random(3)
+    for name, tok in tokenizers.items():
+        index = indexes[name]
+        special = set(tok.all_special_ids)
+        special |= {i for i, t in tok.added_tokens_decoder.items()
+                    if t.special and not re.match(r"<0x[0-9A-F]{2}>$", str(t))}
+        assert special and all(index.texts[i] == "" for i in special)
+        for s in [{""}, {"", "fim_prefix"}, {"|endoftext|>"}]:
+            assert not special & set(index.allowed(s, prefix="<").tolist())
+            assert not special & set(index.allowed(s).tolist())
+        for _ in range(30):
+            sufs, prefix = _random_query(rng, index.texts, NAMES)
+            assert not special & set(index.allowed(sufs, prefix).tolist())
+
+
+def test_decoded_texts(tokenizers, indexes):
+    bl, sp, merged = indexes["bytelevel"], indexes["sentencepiece"], indexes["merged"]
+    # concatenated token texts reproduce the encoded source (a character split over several
+    # byte tokens reads as U+FFFD per piece, so non-ASCII text only where whole-character tokens exist)
+    for name in ["bytelevel", "sentencepiece", "merged"]:
+        tok, index = tokenizers[name], indexes[name]
+        for code in SAMPLE_CODE:
+            assert index.text_of(tok.encode(code, add_special_tokens=False)) == code
+    code = "x = café.naïve(éx)\n"
+    assert merged.text_of(tokenizers["merged"].encode(code, add_special_tokens=False)) == code
+    assert "Ġ" not in "".join(bl.texts) and "▁" not in "".join(sp.texts)
+    assert sp.texts[sp.by_text["\n"][0]] == "\n"
+    byte_ids = tokenizers["sentencepiece"].convert_tokens_to_ids(["<0x0A>", "<0x41>", "<0xC3>"])
+    assert [sp.texts[i] for i in byte_ids] == ["\n", "A", "\ufffd"]
+    assert any(t.startswith(" ") for t in sp.texts)
+    # partial UTF-8 piece: its identifier run, then a non-identifier character
+    assert "caf\ufffd" in merged.by_text and "éx" in merged.by_text
+    assert bl.has_newline[bl.by_text["\n"][0]] and merged.has_dot[merged.by_text[".append"][0]]
+
+
+def test_disk_cache_round_trip(tokenizers, tmp_path, monkeypatch):
+    tok = tokenizers["merged"]
+    first = VocabIndex.for_tokenizer(tok, cache_dir=tmp_path)
+    files = list((tmp_path / "vocab").glob("*.json"))
+    assert len(files) == 1
+
+    def boom(_):
+        raise AssertionError("decoded again instead of reading the cache")
+    monkeypatch.setattr(vocab_mod, "decode_token_texts", boom)
+    second = VocabIndex.for_tokenizer(tok, cache_dir=tmp_path)
+    assert second.texts == first.texts and second.size == len(tok)
+    sufs = {"append", "extend", ""}
+    assert np.array_equal(second.allowed(sufs, "."), first.allowed(sufs, "."))
+    # a different tokenizer gets its own file; a corrupt file is rebuilt
+    monkeypatch.undo()
+    VocabIndex.for_tokenizer(tokenizers["bytelevel"], cache_dir=tmp_path)
+    assert len(list((tmp_path / "vocab").glob("*.json"))) == 2
+    files[0].write_text("{not json", encoding="utf-8")
+    assert VocabIndex.for_tokenizer(tok, cache_dir=tmp_path).texts == first.texts
+
+
+def test_allowed_mask(indexes):
+    torch = pytest.importorskip("torch")
+    index = indexes["merged"]
+    sufs = {"append", "_items", ""}
+    m = index.allowed_mask(sufs, prefix=".", width=index.size + 7)
+    assert m.dtype == torch.bool and m.shape == (index.size + 7,)
+    assert torch.equal(torch.nonzero(m).flatten(), torch.from_numpy(index.allowed(sufs, ".")))
+    assert not m[index.size:].any()
+    assert index.allowed_mask(frozenset(sufs), prefix=".", width=index.size + 7) is m
+    small = index.allowed_mask(sufs, prefix=".", width=10)
+    assert small.shape == (10,)
+
+
+def test_lru_is_bounded(indexes):
+    index = VocabIndex(indexes["merged"].texts)
+    index.cache_size = 5
+    for k in range(20):
+        index.allowed({f"x{k}"})
+    assert len(index._cache) == 5
+    index.clear_cache()
+    assert not index._cache
