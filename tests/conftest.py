@@ -1,0 +1,33 @@
+"""Shared fixtures: a tiny Llama + BPE tokenizer built once per session (seconds, no hub)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    from groundcode.models.tiny import build_tiny_model
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tiny_model_dir):
+    from groundcode.models.load import load_model
+    return load_model(str(tiny_model_dir))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory):
+    os.environ["GROUNDCODE_CACHE"] = str(tmp_path_factory.mktemp("gc-cache"))
+
+
+@pytest.fixture(scope="session")
+def shop_repo() -> Path:
+    return FIXTURES / "shop"

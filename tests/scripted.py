@@ -1,0 +1,75 @@
+"""A test double with a planted preference: a real tiny Llama whose last-position logits get a
+large bonus for the token that continues a scripted text.
+
+`ScriptedLM(lm, prompt_len_text, rules)`: `rules(generated_text) -> preferred continuation`
+(or None for no preference). The generated text is rebuilt from the columns the attention mask
+keeps, so engine rollbacks are seen exactly as the model would see them.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+
+class ScriptedLM(torch.nn.Module):
+    def __init__(self, lm, vocab, rules, bonus: float = 50.0):
+        super().__init__()
+        self.inner = lm.model
+        self.config = lm.model.config
+        self.vocab = vocab
+        self.rules = rules
+        self.bonus = bonus
+        self._hist: torch.Tensor | None = None
+        self._prompt_cols = 0
+        self.preferred: list[str | None] = []
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values=None, use_cache=True):
+        out = self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                         position_ids=position_ids, past_key_values=past_key_values, use_cache=True)
+        if past_key_values is None:
+            self._hist = input_ids.clone()
+            self._prompt_cols = input_ids.shape[1]
+        else:
+            self._hist = torch.cat([self._hist, input_ids], dim=1)
+        logits = out.logits.clone()
+        for i in range(input_ids.shape[0]):
+            cols = attention_mask[i, self._prompt_cols:].nonzero().flatten() + self._prompt_cols
+            gen_ids = self._hist[i, cols].tolist()
+            text = "".join(self.vocab.texts[t] for t in gen_ids)
+            want = self.rules(text)
+            self.preferred.append(want)
+            if want:
+                # Every token that starts the preferred text gets a bonus growing with its
+                # length, so that under a mask the longest allowed piece of it still wins.
+                for t, s in enumerate(self.vocab.texts):
+                    if s and want.startswith(s):
+                        logits[i, -1, t] += self.bonus * (1 + len(s) / 100)
+        out.logits = logits
+        return out
+
+
+def _runs(s: str) -> list[str]:
+    return re.findall(r"[A-Za-z0-9_]+|[^A-Za-z0-9_]", s)
+
+
+def planted(target: str):
+    """Rules that write `target`. When the text diverges from it only in identifiers (the
+    monitor changed a name), the model goes on with the rest of `target` after that name."""
+
+    def rules(text: str):
+        if target.startswith(text):
+            return target[len(text):] or None
+        g, t = _runs(text), _runs(target)
+        for k, run in enumerate(g):
+            if k >= len(t):
+                return None
+            if run == t[k]:
+                continue
+            ident = run[0].isalnum() or run[0] == "_"
+            if not (ident and (t[k][0].isalnum() or t[k][0] == "_")):
+                return None
+            if k == len(g) - 1:  # a name in progress: go on with what follows the planted name
+                return "".join(t[k + 1:]) or None
+        return "".join(t[len(g):]) or None
+    return rules
