@@ -1,0 +1,171 @@
+"""State-machine tests of the dereference monitor, driven token by token with a hand-made
+vocabulary and a fake analyzer (no model): trigger, narrowing, merged-dot verification,
+return to waiting, fail-open, binding speculation and rollback."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from groundcode.analysis.base import Analysis
+from groundcode.api import CodeContext
+from groundcode.decoding.guides.base import RowView
+from groundcode.decoding.guides.dereference import FREE, NARROW, PENDING, WAIT, DereferenceMonitor
+from groundcode.decoding.vocab import VocabIndex
+
+TOKENS = ["", "self", ".", "_", "reg", "registered", "_updates", "append", "(", ")", "\n",
+          "        ", " ", "=", "[]", ".append", "._", "x", "return", "updates", "size",
+          ").", "fo", "foo", "o", "'", "#", "1."]
+T = {t: i for i, t in enumerate(TOKENS)}
+
+
+class FakeAnalyzer:
+    def __init__(self, members):
+        self.members_by_receiver = members
+        self.calls = []
+
+    def members(self, code, path, line, column, *, receiver, cache_key):
+        self.calls.append((receiver, line, column, code))
+        names = frozenset(self.members_by_receiver.get(receiver, ()))
+        return Analysis(receiver, names, 1.0, False, None if names else "empty")
+
+
+def _row(before="class A:\n    def f(self, x):\n"):
+    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="",
+                      lex_prefix="    def f(self, x):\n")
+    return RowView(0, ctx, VocabIndex(TOKENS))
+
+
+def _feed(mon, row, tok, sampled=True):
+    """Engine order: mask (if constrained) / check (if free) → accept → advance."""
+    tid = T[tok]
+    m = mon.mask(row)
+    if m is None and sampled:
+        redo = mon.check(row, tid)
+        if redo is not None:
+            return ("resample", set(row.vocab.texts[i] for i in redo))
+    elif m is not None:
+        assert tid in set(m.tolist()), f"{tok!r} not allowed under the mask"
+    row.tokens.append(tid)
+    row.text += tok
+    row.ends.append(len(row.text))
+    return ("rollback", mon.advance(row, tid))
+
+
+MEMBERS = {"self": ["_registered_updates", "size", "register"], "x": ["append", "add"]}
+
+
+def test_trigger_narrow_and_return_to_wait():
+    fa = FakeAnalyzer(MEMBERS)
+    mon = DereferenceMonitor(fa)
+    row = _row()
+    mon.reset(row)
+    for tok in ["        ", "return", " ", "self"]:
+        _feed(mon, row, tok)
+        assert mon.state == WAIT and mon.mask(row) is None
+    _feed(mon, row, ".")
+    assert mon.state == NARROW and fa.calls[-1][0] == "self"
+    # the analyzer saw the partial code with the cursor right after the dot
+    receiver, line, col, code = fa.calls[-1]
+    assert code.splitlines()[line - 1][:col].endswith("return self.")
+    allowed = {row.vocab.texts[i] for i in mon.mask(row)}
+    assert {"_", "size", "_updates"} & allowed == {"_", "size"}
+    assert "reg" in allowed and "registered" not in allowed  # `register` vs `registered`
+    assert "foo" not in allowed and "(" not in allowed
+    _feed(mon, row, "_")
+    allowed = {row.vocab.texts[i] for i in mon.mask(row)}
+    assert allowed == {"reg", "registered"}          # only `_registered_updates` remains
+    _feed(mon, row, "registered")
+    assert {row.vocab.texts[i] for i in mon.mask(row)} == {"_", "_updates"}
+    _feed(mon, row, "_updates")
+    assert mon.state == NARROW                       # complete, but an end symbol must follow
+    allowed = {row.vocab.texts[i] for i in mon.mask(row)}
+    assert "(" in allowed and "." in allowed and "x" not in allowed and "_" not in allowed
+    _feed(mon, row, ".append")                       # ends the name and triggers again on `.`
+    assert row.triggers[0].chosen == "_registered_updates"
+    assert row.triggers[0].constrained
+
+
+def test_merged_dot_token_is_verified_and_resampled():
+    fa = FakeAnalyzer(MEMBERS)
+    mon = DereferenceMonitor(fa)
+    row = _row()
+    mon.reset(row)
+    for tok in ["        ", "return", " ", "self"]:
+        _feed(mon, row, tok)
+    # `._` is consistent with `_registered_updates`: accepted, narrowing continues after `_`
+    kind, _ = _feed(mon, row, "._")
+    assert kind == "rollback" and mon.state == NARROW
+    assert {row.vocab.texts[i] for i in mon.mask(row)} == {"reg", "registered"}
+
+
+def test_merged_dot_token_with_unknown_member_is_resampled_under_the_mask():
+    fa = FakeAnalyzer({"x": ["add", "size"]})
+    mon = DereferenceMonitor(fa)
+    row = _row()
+    mon.reset(row)
+    for tok in ["        ", "return", " ", "x"]:
+        _feed(mon, row, tok)
+    kind, allowed = _feed(mon, row, ".append")     # `append` is not a member of x
+    assert kind == "resample"
+    assert ".append" not in allowed and "." in allowed and "._" not in allowed
+    kind, _ = _feed(mon, row, ".", sampled=False)  # the engine resampled `.` under that mask
+    assert mon.state == NARROW
+    assert {row.vocab.texts[i] for i in mon.mask(row)} == {"size"}
+
+
+def test_no_trigger_inside_strings_comments_and_numbers():
+    fa = FakeAnalyzer(MEMBERS)
+    mon = DereferenceMonitor(fa)
+    for prefix in (["        ", "x", " ", "=", " ", "'", "self"], ["        ", "#", " ", "self"],
+                   ["        ", "x", " ", "=", " ", "1."]):
+        row = _row()
+        mon.reset(row)
+        for tok in prefix:
+            _feed(mon, row, tok)
+        if prefix[-1] != "1.":
+            _feed(mon, row, ".")
+        assert mon.state == WAIT and mon.mask(row) is None
+    assert fa.calls == []
+
+
+def test_empty_analysis_fails_open_and_is_counted():
+    fa = FakeAnalyzer({})
+    mon = DereferenceMonitor(fa)
+    row = _row()
+    mon.reset(row)
+    for tok in ["        ", "return", " ", "x", "."]:
+        _feed(mon, row, tok)
+    assert mon.state == WAIT and mon.mask(row) is None
+    assert row.triggers[-1].failed_open and row.triggers[-1].reason == "empty"
+
+
+def test_binding_position_speculates_then_accepts_assignment():
+    fa = FakeAnalyzer(MEMBERS)
+    mon = DereferenceMonitor(fa)
+    row = _row()
+    mon.reset(row)
+    for tok in ["        ", "self", "."]:
+        _feed(mon, row, tok)
+    assert mon.state == FREE and mon.mask(row) is None
+    _feed(mon, row, "foo")
+    _feed(mon, row, " ")
+    assert mon.state == PENDING
+    _feed(mon, row, "=")
+    assert mon.state == WAIT and row.triggers[-1].binding and row.triggers[-1].chosen == "foo"
+
+
+def test_binding_position_rolls_back_when_not_assigned():
+    fa = FakeAnalyzer(MEMBERS)
+    mon = DereferenceMonitor(fa)
+    row = _row()
+    mon.reset(row)
+    for tok in ["        ", "self", "."]:
+        _feed(mon, row, tok)
+    n_before = len(row.tokens)
+    _feed(mon, row, "foo")
+    kind, back = _feed(mon, row, ".append")
+    assert back == n_before                          # keep `self.`, redo the name
+    assert mon.state == NARROW and row.triggers[-1].rolled_back
+    allowed = {row.vocab.texts[i] for i in mon.mask(row)}
+    assert "foo" not in allowed and "size" in allowed
