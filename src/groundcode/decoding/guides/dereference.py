@@ -37,9 +37,10 @@ def _narrow(remaining: frozenset, typed: str) -> frozenset:
 
 
 class DereferenceMonitor(Guide):
-    def __init__(self, analyzer, allow_bindings: bool = True):
+    def __init__(self, analyzer, allow_bindings: bool = True, rollback: bool = True):
         self.analyzer = analyzer
         self.allow_bindings = allow_bindings
+        self.rollback = rollback      # False (mask-only hosts): binding positions stay free
 
     # -- lifecycle ----------------------------------------------------------------------------
     def reset(self, row: RowView) -> None:
@@ -191,7 +192,13 @@ class DereferenceMonitor(Guide):
             self.checkpoint, self.rollback_need = len(row.tokens), ""
         else:                        # merged token (`._x`): redo the token, owing its head
             self.checkpoint, self.rollback_need = len(row.tokens) - 1, t[: j + 1]
-        self.state = FREE if self._binding_position(row, row.text[:dot_end]) else NARROW
+        if not self._binding_position(row, row.text[:dot_end]):
+            self.state = NARROW
+        elif self.rollback:
+            self.state = FREE
+        else:                        # cannot undo a speculation: leave the name free
+            self.state = WAIT
+            self.record.reason = "binding position left free (no rollback)"
 
     def _consume(self, row: RowView, t: str, i: int) -> int | None:
         """Feed t[i:] (text after the dot, or owed `need`) into NARROW/FREE."""
