@@ -1,0 +1,1 @@
+"""Training: corpus (provenance, filters, decontamination), tokenizer, pretraining, model card, CLI."""

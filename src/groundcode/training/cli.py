@@ -1,0 +1,126 @@
+"""Typer sub-apps for the training pipeline, mounted by groundcode/cli.py as `corpus` and `train`.
+
+    groundcode corpus build --out corpus/ [--root DIR ...] [--license MIT] [--decontaminate tasks.jsonl.gz]
+    groundcode train tokenizer --corpus corpus/ --out tok/ [--vocab-size 16384]
+    groundcode train pretrain --corpus corpus/ --tokenizer tok/ --out model/ [--preset cpu|gpu|smoke]
+    groundcode train card --model model/ [--quality benchmarks/results/model_quality.json]
+
+Each command maps its flags onto one config / one library call; user errors print one line.
+Not here: the work itself (corpus.py, tokenizer.py, pretrain.py, card.py).
+Test: tests/test_training_cli.py.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import GroundcodeError
+
+corpus_app = typer.Typer(no_args_is_help=True, help="Build a training corpus of Python source.")
+train_app = typer.Typer(no_args_is_help=True, help="Train the tokenizer and the model; write its card.")
+
+
+@corpus_app.callback()
+def _corpus():
+    """Build a training corpus of Python source."""   # a callback keeps `build` a subcommand
+
+
+@train_app.callback()
+def _train():
+    """Train the tokenizer and the model; write its card."""
+
+
+def _fail(exc: GroundcodeError):
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+@corpus_app.command("build")
+def corpus_build(
+    out: Path = typer.Option(Path("corpus"), "--out", "-o", help="output directory (shards + manifest.json)"),
+    root: Optional[List[Path]] = typer.Option(None, "--root", help="source root; repeat; default: stdlib + site-packages"),
+    license: Optional[str] = typer.Option(None, "--license", help="license of files no distribution claims (your own code)"),
+    exclude: Optional[List[str]] = typer.Option(None, "--exclude", help="more distributions to leave out"),
+    decontaminate: Optional[List[Path]] = typer.Option(None, "--decontaminate", help="benchmark task JSONL(.gz); repeat"),
+    workers: int = typer.Option(2, help="processes that read and check files"),
+    max_bytes: int = typer.Option(300_000, help="drop bigger files"),
+):
+    """Collect permissively licensed Python files with provenance; dedup, filter, decontaminate."""
+    from .corpus import CorpusConfig, build_corpus
+    cfg = CorpusConfig(out_dir=str(out), roots=[str(r) for r in root or []], default_license=license,
+                       exclude=list(exclude or []), decontaminate=[str(d) for d in decontaminate or []],
+                       workers=workers, max_bytes=max_bytes)
+    try:
+        m = build_corpus(cfg)
+    except GroundcodeError as exc:
+        _fail(exc)
+    typer.echo(f"{m['files']} files, {m['chars']:,} chars from {len(m['packages'])} packages "
+               f"({m['files_seen']} seen; dropped: {json.dumps(m['dropped'])}) -> {out}")
+
+
+@train_app.command("tokenizer")
+def train_tokenizer_cmd(
+    corpus: Path = typer.Option(Path("corpus"), help="a built corpus"),
+    out: Path = typer.Option(Path("tok"), "--out", "-o"),
+    vocab_size: int = typer.Option(16384, help="BPE vocabulary incl. the 5 special tokens"),
+    max_chars: int = typer.Option(60_000_000, help="train on a seeded sample of this many characters"),
+    count: bool = typer.Option(True, help="write token counts into the corpus manifest"),
+):
+    """Train the byte-level BPE tokenizer (special tokens: eos, FIM, <COMP>)."""
+    from .tokenizer import count_tokens, train_tokenizer
+    try:
+        tok = train_tokenizer(corpus, out, vocab_size=vocab_size, max_chars=max_chars)
+        total = count_tokens(corpus, tok) if count else None
+    except GroundcodeError as exc:
+        _fail(exc)
+    typer.echo(f"vocab {len(tok)} -> {out}" + (f"; corpus = {total:,} tokens" if total else ""))
+
+
+@train_app.command("pretrain")
+def pretrain_cmd(
+    corpus: Path = typer.Option(Path("corpus")),
+    tokenizer: Path = typer.Option(Path("tok")),
+    out: Path = typer.Option(Path("model"), "--out", "-o"),
+    preset: str = typer.Option("cpu", help="smoke | cpu | gpu: model shape and run length"),
+    max_steps: Optional[int] = typer.Option(None),
+    time_budget_s: Optional[float] = typer.Option(None, help="stop after this much training wall time"),
+    seq_len: Optional[int] = typer.Option(None),
+    batch_size: Optional[int] = typer.Option(None),
+    lr: Optional[float] = typer.Option(None),
+    max_train_chars: Optional[int] = typer.Option(None),
+    fim_rate: float = typer.Option(0.5),
+    seed: int = typer.Option(0),
+    device: str = typer.Option("auto"),
+    threads: Optional[int] = typer.Option(None, help="torch CPU threads"),
+):
+    """Pretrain a Llama-architecture model from scratch; saves bf16 weights + tokenizer + curves."""
+    from .pretrain import PretrainConfig, pretrain
+    try:
+        cfg = PretrainConfig.from_preset(preset, corpus=str(corpus), tokenizer=str(tokenizer), out=str(out),
+                                         max_steps=max_steps, time_budget_s=time_budget_s, seq_len=seq_len,
+                                         batch_size=batch_size, lr=lr, max_train_chars=max_train_chars,
+                                         fim_rate=fim_rate, seed=seed, device=device, threads=threads)
+        s = pretrain(cfg)
+    except GroundcodeError as exc:
+        _fail(exc)
+    typer.echo(f"{s['parameters']:,} parameters, {s['tokens_seen']:,} tokens in {s['train_s']:.0f}s; "
+               f"held-out loss {s['first_eval_loss']:.3f} -> {s['final_eval_loss']:.3f} -> {out}")
+
+
+@train_app.command("card")
+def card_cmd(
+    model: Path = typer.Option(..., help="a model directory written by `train pretrain`"),
+    corpus: Path = typer.Option(Path("corpus"), help="its corpus (for the manifest summary)"),
+    quality: Optional[Path] = typer.Option(None, help="benchmarks/results/model_quality.json"),
+    notes: Optional[Path] = typer.Option(None, help="markdown appended as 'Known limits'"),
+):
+    """Write MODEL.md (the model card) beside the weights from the recorded facts."""
+    from .card import write_card
+    try:
+        path = write_card(model, corpus, quality, notes)
+    except GroundcodeError as exc:
+        _fail(exc)
+    typer.echo(f"wrote {path}")
