@@ -1,8 +1,9 @@
 """Benchmark tokenizers: byte-level BPE vocabularies of 32k and ~150k trained on local Python source.
 
 No model hub is reachable, so the benchmarks train their own vocabularies, deterministically, from
-source files already on this machine (the interpreter's stdlib; the 150k one adds the venv's
-site-packages to reach enough merges). Trained tokenizer JSON is cached under
+source files already on this machine (the interpreter's stdlib; the 150k one adds a pinned set of
+packages from the venv's site-packages to reach enough merges). The cache key is the recipe plus
+the Python and package versions, so other installs into the venv do not change the vocabulary. Trained tokenizer JSON is cached under
 ~/.cache/groundcode/bench-tokenizers (never in the repository); only this recipe is committed.
 
 Two pre-tokenizer families, as in real code LMs:
@@ -18,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import site
+import sys
 import sysconfig
 import time
 from pathlib import Path
@@ -31,22 +32,22 @@ CL100K = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[
 # name -> (target vocab size, pre-tokenizer family, corpus roots)
 RECIPES = {
     "bpe32k": (32_000, "gpt2", ("stdlib",)),
-    "bpe150k": (151_000, "cl100k", ("stdlib", "site-packages")),
+    "bpe150k": (151_000, "cl100k", ("stdlib", "torch", "transformers", "sympy", "numpy", "networkx")),
 }
 
 
 def _roots(names: tuple[str, ...]) -> list[Path]:
-    out = []
-    for n in names:
-        if n == "stdlib":
-            out.append(Path(sysconfig.get_paths()["stdlib"]))
-        elif n == "site-packages":
-            out.append(Path(sysconfig.get_paths()["purelib"]))
-    return out
+    return [Path(sysconfig.get_paths()["stdlib"]) if n == "stdlib"
+            else Path(sysconfig.get_paths()["purelib"]) / n for n in names]
+
+
+def _versions(names: tuple[str, ...]) -> list[str]:
+    from importlib.metadata import version
+    return [sys.version.split()[0] if n == "stdlib" else f"{n}=={version(n)}" for n in names]
 
 
 def corpus_files(names: tuple[str, ...]) -> list[Path]:
-    """Sorted .py files under the named roots (stdlib excludes its own site-packages)."""
+    """Sorted .py files under the named roots (stdlib without its own site-packages)."""
     files: list[Path] = []
     for root in _roots(names):
         for p in sorted(root.rglob("*.py")):
@@ -87,10 +88,10 @@ def load(name: str):
 
     from groundcode.models.tiny import wrap_fast
     vocab, family, roots = RECIPES[name]
-    files = corpus_files(roots)
-    digest = hashlib.sha256(json.dumps([vocab, family, CL100K, [str(f) for f in files]]).encode())
+    digest = hashlib.sha256(json.dumps([vocab, family, CL100K, roots, _versions(roots)]).encode())
     path = CACHE / f"{name}-{digest.hexdigest()[:12]}.json"
     if not path.exists():
+        files = corpus_files(roots)
         t0 = time.perf_counter()
         tok = _train(vocab, family, files)
         CACHE.mkdir(parents=True, exist_ok=True)

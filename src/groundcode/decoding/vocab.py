@@ -43,6 +43,7 @@ import numpy as np
 IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _IDENT_RUN = re.compile(r"[A-Za-z0-9_]*")
 _IDENT_ALL = re.compile(r"[A-Za-z0-9_]*\Z")
+_IDENT_NUL = re.compile(r"[A-Za-z0-9_\0]*\Z")
 _EMPTY = np.zeros(0, dtype=np.int64)
 _FORMAT = 2  # bump when the cached file layout or the decoding rules change
 
@@ -135,74 +136,77 @@ def decode_token_texts(tokenizer) -> list[str]:
 
 
 # -- hashing of ASCII identifier strings, vectorised -------------------------------------------
-# h(s) = (sum_i s[i] * P**i  +  len(s) * Q)  mod 2**64. Runs are at most a few dozen characters,
-# far below the lengths at which polynomial hashes mod 2**64 have known collisions; the tests
-# compare every result with a brute-force scan.
-_P = np.uint64(0x9E3779B97F4A7C15 | 1)
-_Q = np.uint64(0xC2B2AE3D27D4EB4F)
+# h(s) = sum_i s[i] * P**i  mod 2**64, P a fixed odd constant. Runs are at most a few hundred
+# characters, far below the lengths at which polynomial hashes mod 2**64 have known collisions;
+# the tests compare every result with a brute-force scan of the vocabulary.
+_P = 0x9E3779B97F4A7C15 | 1
 _POW = np.ones(1, dtype=np.uint64)
-_INVPOW = np.ones(1, dtype=np.uint64)
 
 
-def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
-    global _POW, _INVPOW
+def _powers(n: int) -> np.ndarray:
+    """P**i mod 2**64 for i < n (grown on demand, shared by all indexes)."""
+    global _POW
     if len(_POW) < n:
         m = max(n, 2 * len(_POW), 4096)
-        inv = pow(int(_P), -1, 2 ** 64)
-        pw, ip = [1] * m, [1] * m
+        pw = [1] * m
         for i in range(1, m):
-            pw[i] = pw[i - 1] * int(_P) % 2 ** 64
-            ip[i] = ip[i - 1] * inv % 2 ** 64
-        _POW, _INVPOW = np.array(pw, dtype=np.uint64), np.array(ip, dtype=np.uint64)
-    return _POW, _INVPOW
+            pw[i] = pw[i - 1] * _P % 2 ** 64
+        _POW = np.array(pw, dtype=np.uint64)
+    return _POW
 
 
-def _prefix_hashes(strings: list[str], max_len: int):
-    """Hashes of every prefix of length 1..min(len(s), max_len) of each ASCII string.
+def _prefix_hashes(strings: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Hashes of every non-empty prefix of each ASCII string without NUL, as one flat array, and
+    a flag per entry: is this prefix the whole string?
 
-    Returns (hashes, lengths, owner index, is_full) as flat arrays, one entry per (string, prefix).
-    """
-    lens = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-    buf = np.frombuffer("".join(strings).encode("ascii"), dtype=np.uint8)
+    The strings are joined with NUL separators into one byte buffer so that the work is a fixed
+    number of numpy calls, whatever the number of strings (no per-string Python loop)."""
+    buf = np.frombuffer(("\0".join(strings) + "\0").encode("ascii"), dtype=np.uint8)
     n = len(buf)
-    pw, ipw = _powers(n + 1)
-    starts = np.cumsum(lens) - lens
-    owner = np.repeat(np.arange(len(strings)), lens)
-    seg = starts[owner]
-    k = np.arange(1, n + 1, dtype=np.int64) - seg  # prefix length ending at each position
-    keep = k <= max_len
+    sep = buf == 0
+    ends = np.flatnonzero(sep)
+    start = np.zeros(n, dtype=np.int64)  # where each position's string starts
+    start[ends[:-1] + 1] = ends[:-1] + 1
+    np.maximum.accumulate(start, out=start)
     g = np.empty(n + 1, dtype=np.uint64)
     g[0] = 0
     with np.errstate(over="ignore"):
-        np.cumsum(buf * pw[:n], out=g[1:])
-        pos = np.flatnonzero(keep)
-        sk = seg[pos]
-        kk = k[pos].astype(np.uint64)
-        h = (g[pos + 1] - g[sk]) * ipw[sk] + kk * _Q
-    own = owner[pos]
-    full = k[pos] == lens[own]
-    return h, kk, own, full
+        np.cumsum(buf * _powers(n + 1)[np.arange(n) - start], out=g[1:])
+        h = g[1:] - g[start]
+    keep = ~sep
+    full = np.empty(n, dtype=bool)
+    full[:-1] = sep[1:]
+    full[-1] = False
+    return h[keep], full[keep]
 
 
 def _hash_strings(strings: list[str]) -> np.ndarray:
     """One hash per (non-empty ASCII) string, equal to its full-length prefix hash."""
     if not strings:
         return np.zeros(0, dtype=np.uint64)
-    h, _, _, full = _prefix_hashes(strings, max(map(len, strings)))
+    h, full = _prefix_hashes(strings)
     return h[full]
 
 
 class _Table:
-    """Open-addressing hash table (linear probing) from 64-bit hashes to small ints."""
+    """Hash table from 64-bit hashes to small ints: linear probing, every key within WINDOW slots
+    of its home slot (the table grows until that holds), so a lookup is one fixed-size gather."""
+
+    WINDOW = 8
 
     def __init__(self, hashes: np.ndarray):
-        bits = max(4, int(len(hashes)).bit_length() + 2)  # load factor <= 1/4: short probe runs
+        bits = max(4, int(len(hashes)).bit_length() + 2)  # load factor <= 1/4: short probes
+        while not self._build(hashes, bits):
+            bits += 1
+
+    def _build(self, hashes: np.ndarray, bits: int) -> bool:
         self.shift = np.uint64(64 - bits)
-        self.mask = (1 << bits) - 1
-        self.keys = np.zeros(1 << bits, dtype=np.uint64)
-        self.vals = np.full(1 << bits, -1, dtype=np.int64)
+        size = (1 << bits) + self.WINDOW  # no wrap-around: probes run into the tail
+        self.keys = np.zeros(size, dtype=np.uint64)
+        self.vals = np.full(size, -1, dtype=np.int32)
+        home = self._home(hashes)
+        slot = home.copy()
         todo = np.arange(len(hashes))
-        slot = self._home(hashes)
         while len(todo):  # place in rounds: one winner per free slot, the rest move on
             s = slot[todo]
             free = self.vals[s] < 0
@@ -213,50 +217,33 @@ class _Table:
             placed = np.zeros(len(hashes), dtype=bool)
             placed[win] = True
             todo = todo[~placed[todo]]
-            slot[todo] = (slot[todo] + 1) & self.mask
+            slot[todo] += 1
+            if len(todo) and (slot[todo] - home[todo]).max() >= self.WINDOW:
+                return False
+        self._offsets = np.arange(self.WINDOW, dtype=np.int64)
+        return True
 
     def _home(self, h: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
             return ((h * np.uint64(0xFF51AFD7ED558CCD)) >> self.shift).astype(np.int64)
 
     def find(self, h: np.ndarray) -> np.ndarray:
-        """Value of each hash, -1 where absent."""
-        out = np.full(len(h), -1, dtype=np.int64)
-        slot = self._home(h)
-        todo = np.arange(len(h))
-        while len(todo):
-            s = slot[todo]
-            v = self.vals[s]
-            hit = self.keys[s] == h[todo]
-            hit &= v >= 0
-            out[todo[hit]] = v[hit]
-            more = ~hit & (v >= 0)  # occupied by another key: probe on; empty: absent
-            todo = todo[more]
-            slot[todo] = (s[more] + 1) & self.mask
+        """Value of each hash, -1 where absent. Most lookups end at the home slot (a hit, or an
+        empty slot: absent); the rest are resolved with one gather over the probe window."""
+        home = self._home(h)
+        v = self.vals[home]
+        hit = self.keys[home] == h
+        out = np.where(hit, v, -1)
+        rest = np.flatnonzero(~hit & (v >= 0))
+        if len(rest):
+            at = home[rest, None] + self._offsets[1:]
+            eq = self.keys[at] == h[rest, None]
+            col = eq.argmax(axis=1)
+            rows = np.arange(len(rest))
+            vals = self.vals[at[rows, col]]
+            vals[~eq[rows, col]] = -1
+            out[rest] = vals
         return out
-
-
-def _csr(groups: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    off = np.zeros(len(groups) + 1, dtype=np.int64)
-    np.cumsum([len(g) for g in groups], out=off[1:])
-    ids = np.fromiter((i for g in groups for i in g), dtype=np.int64, count=int(off[-1]))
-    return off, ids
-
-
-def _gather(off: np.ndarray, ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Concatenation of the CSR rows `keys` (vectorised)."""
-    lo, hi = off[keys], off[keys + 1]
-    cnt = hi - lo
-    total = int(cnt.sum())
-    if total == 0:
-        return _EMPTY
-    nz = cnt > 0
-    lo, cnt = lo[nz], cnt[nz]
-    step = np.ones(total, dtype=np.int64)
-    ends = np.cumsum(cnt)
-    step[0] = lo[0]
-    step[ends[:-1]] = lo[1:] - (lo[:-1] + cnt[:-1]) + 1
-    return ids[np.cumsum(step)]
 
 
 class _Lead:
@@ -264,37 +251,35 @@ class _Lead:
 
     A token's rest (text after the lead) is its identifier run plus the remainder, which is empty
     ("ident" token: allowed when the run is a prefix of a suffix) or starts with a non-identifier
-    character ("end" token: allowed when the run equals a suffix)."""
+    character ("end" token: allowed when the run equals a suffix). Runs are numbered; per run the
+    arrays hold its ident token (almost always one) and whether end tokens exist."""
 
     def __init__(self, items: list[tuple[str, int]], size: int):
         self.size = size
         self.by_rest: dict[str, list[int]] = {}
-        key_of: dict[str, int] = {}
-        ident: list[list[int]] = []
-        ends: list[list[int]] = []
+        ident: dict[str, list[int]] = {}
+        self.ends: dict[str, list[int]] = {}
         for rest, tid in items:
             self.by_rest.setdefault(rest, []).append(tid)
             run = _IDENT_RUN.match(rest).group(0)
-            k = key_of.get(run)
-            if k is None:
-                k = key_of[run] = len(ident)
-                ident.append([])
-                ends.append([])
-            (ident if run == rest else ends)[k].append(tid)
-        self.key_of = key_of
-        self.runs = list(key_of)
-        self.ident_off, self.ident_ids = _csr(ident)
-        self.ends_off, self.ends_ids = _csr(ends)
-        self.max_run = max(map(len, self.runs), default=0)
+            if run == rest:
+                ident.setdefault(run, []).append(tid)
+            else:
+                self.ends.setdefault(run, []).append(tid)
         self.max_rest = max(map(len, self.by_rest), default=0)
         self.sorted_rests = sorted(self.by_rest)
-        k0 = key_of.get("")
-        self.empty_ends = self.ends_ids[self.ends_off[k0]:self.ends_off[k0 + 1]] if k0 is not None else _EMPTY
         self.empty_mask = np.zeros(size, dtype=bool)
-        self.empty_mask[self.empty_ends] = True
-        nonempty = [r for r in self.runs if r]
-        self._table = _Table(_hash_strings(nonempty))
-        self._table_key = np.fromiter((key_of[r] for r in nonempty), dtype=np.int64, count=len(nonempty))
+        self.empty_mask[self.ends.get("", [])] = True
+        # the hash table over non-empty runs; its values index the per-run arrays below
+        self.runs = sorted((set(ident) | set(self.ends)) - {""})
+        self._table = _Table(_hash_strings(self.runs))
+        self.ident_one = np.array([ident[r][0] if r in ident else -1 for r in self.runs], dtype=np.int64)
+        multi = [i for i, r in enumerate(self.runs) if len(ident.get(r, ())) > 1]
+        self.multi = np.zeros(len(self.runs), dtype=bool)
+        self.multi[multi] = True
+        self.ident_rest = {i: ident[self.runs[i]][1:] for i in multi}
+        self.has_ends = np.array([r in self.ends for r in self.runs], dtype=bool)
+        self.ends_arr = [np.asarray(self.ends.get(r, ()), dtype=np.int64) for r in self.runs]
 
     # exact for any suffix; used for small queries and for suffixes that are not ASCII identifiers
     def py_one(self, s: str, parts: list) -> None:
@@ -304,9 +289,9 @@ class _Lead:
             if ids:
                 parts.extend(ids)
         if _IDENT_ALL.match(s):
-            k = self.key_of.get(s)
-            if k is not None:
-                parts.extend(self.ends_ids[self.ends_off[k]:self.ends_off[k + 1]].tolist())
+            ids = self.ends.get(s)
+            if ids:
+                parts.extend(ids)
         else:  # tokens continuing s with a non-identifier character
             lo = bisect.bisect_left(self.sorted_rests, s)
             hi = bisect.bisect_left(self.sorted_rests, s + "\U0010ffff")
@@ -315,16 +300,21 @@ class _Lead:
                 if len(r) > n and r[n] not in IDENT_CHARS:
                     parts.extend(by_rest[r])
 
-    def np_mask(self, suffixes: list[str], mask: np.ndarray) -> None:
-        """Mark in `mask` the tokens allowed for non-empty ASCII identifier `suffixes`."""
-        h, _, own, full = _prefix_hashes(suffixes, self.max_run)
+    def np_ids(self, suffixes: Iterable[str]) -> list[np.ndarray]:
+        """Ids (with repeats) allowed for ASCII identifier `suffixes` ("" contributes nothing)."""
+        h, full = _prefix_hashes(suffixes)
         found = self._table.find(h)
         hit = found >= 0
-        keys = self._table_key[found[hit]]
-        mask[_gather(self.ident_off, self.ident_ids, keys)] = True
-        fk = keys[full[hit]]
-        if len(fk):
-            mask[_gather(self.ends_off, self.ends_ids, fk)] = True
+        runs = found[hit]
+        ident = self.ident_one[runs]
+        out = [ident[ident >= 0]]
+        if self.ident_rest:
+            more = runs[self.multi[runs]]
+            out.extend(np.asarray(self.ident_rest[int(r)], dtype=np.int64) for r in np.unique(more))
+        whole = found[full & hit]
+        whole = whole[self.has_ends[whole]]
+        out.extend(self.ends_arr[r] for r in whole.tolist())
+        return out
 
 
 class VocabIndex:
@@ -447,17 +437,32 @@ class VocabIndex:
             for s in suffixes:
                 sub.py_one(s, parts)
             return np.unique(np.asarray(parts, dtype=np.int64)) if parts else _EMPTY
-        fast = [s for s in suffixes if s and s.isascii() and _IDENT_ALL.match(s)]
-        if len(fast) < len(suffixes):
+        joined = "\0".join(suffixes)
+        if joined.isascii() and _IDENT_NUL.match(joined):
+            fast = suffixes
+        else:  # rare: names with non-ASCII or non-identifier characters go the exact slow way
+            fast = [s for s in suffixes if s.isascii() and _IDENT_ALL.match(s)]
             for s in suffixes:
-                if s and not (s.isascii() and _IDENT_ALL.match(s)):
+                if not (s.isascii() and _IDENT_ALL.match(s)):
                     sub.py_one(s, parts)
-        mask = sub.empty_mask.copy() if "" in suffixes else np.zeros(self.size, dtype=bool)
+        if "" in suffixes:  # a large, precomputed set: union through a boolean mask
+            mask = sub.empty_mask.copy()
+            if parts:
+                mask[parts] = True
+            for ids in sub.np_ids(fast):
+                mask[ids] = True
+            return np.flatnonzero(mask).astype(np.int64, copy=False)
+        chunks = sub.np_ids(fast) if fast else []
         if parts:
-            mask[parts] = True
-        if fast:
-            sub.np_mask(fast, mask)
-        return np.flatnonzero(mask).astype(np.int64, copy=False)
+            chunks.append(np.asarray(parts, dtype=np.int64))
+        ids = np.concatenate(chunks) if chunks else _EMPTY
+        if len(ids) < 2:
+            return ids.astype(np.int64, copy=False)
+        ids.sort()
+        keep = np.empty(len(ids), dtype=bool)
+        keep[0] = True
+        np.not_equal(ids[1:], ids[:-1], out=keep[1:])
+        return ids[keep]
 
     def text_of(self, ids: Iterable[int]) -> str:
         return "".join(self.texts[i] for i in ids)
