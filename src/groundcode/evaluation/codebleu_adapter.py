@@ -17,9 +17,17 @@ def _calc():
         from codebleu import calc_codebleu
     except ImportError as e:  # optional dependency: the `bench` extra
         raise GroundcodeError("CodeBLEU needs the bench extra: pip install 'groundcode[bench]'") from e
-    # codebleu logs a warning whenever a snippet has no data flow (common for short bodies).
-    logging.getLogger("codebleu").setLevel(logging.ERROR)
+    # codebleu warns on the root logger whenever a snippet has no data flow (common for short
+    # bodies); drop exactly that message, leave the root logger's configuration alone.
+    root = logging.getLogger()
+    if not any(isinstance(f, _NoDataflowWarning) for f in root.filters):
+        root.addFilter(_NoDataflowWarning())
     return calc_codebleu
+
+
+class _NoDataflowWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "data-flow match score degenerates" not in record.getMessage()
 
 
 def codebleu(reference: str, candidate: str) -> dict[str, float]:

@@ -1,0 +1,220 @@
+"""Build benchmark tasks from repositories: ToolGen-style *function* tasks and MGD-style *dereference* tasks.
+
+function:    a documented function whose body uses >= 1 repository-level dependency (a name the
+             analyzer resolves to a definition inside the repository); the model writes the body
+             from the signature and docstring (prompt = the file up to the docstring).
+dereference: inside a method (not an initializer, >= 2 statements, >= 7 lines, >= 1 repository
+             dependency), up to `points_per_method` `expr.` positions spread uniformly; the model
+             completes the method from right after the dot. <= `methods_per_repo` methods per repo.
+
+Sampling is seeded per (seed, repository, kind) and candidates are analyzed in that order until the
+caps fill, so a rebuild from the same archives, options and analyzer gives the same tasks; the
+manifest's `tasks_sha256` (over the tasks without machine paths) proves it.
+Not here: downloads (sources.py), AST scanning (extract.py), generation (harness.py).
+Test: tests/test_bench_builder.py.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import GroundcodeError
+from . import extract
+from .jsonl import write_jsonl
+from .sources import RepoSource
+
+SKIP_DIRS = {"test", "tests", "testing", "doc", "docs", "example", "examples", "benchmark", "benchmarks",
+             "build", "dist", "scripts", "__pycache__", "site-packages", "node_modules", "venv", ".venv"}
+TASK_KINDS = ("function", "dereference")
+
+
+@dataclass
+class BuildOptions:
+    seed: int = 0
+    kinds: tuple = TASK_KINDS
+    functions_per_repo: int = 20      # function tasks kept per repository
+    max_body_lines: int = 30          # longer bodies are skipped (ToolGen's functions average ~55 tokens)
+    methods_per_repo: int = 20        # MGD: <= 20 methods per repository
+    points_per_method: int = 10       # MGD: <= 10 dereference positions per method
+    min_method_lines: int = 7         # MGD: methods spanning >= 7 lines
+    max_files_per_repo: int = 400     # guards against vendored trees
+
+
+@dataclass
+class RepoStats:
+    name: str
+    spec: str
+    artifact: str = ""
+    sha256: str = ""
+    files: int = 0
+    unparsable_files: int = 0
+    function_candidates: int = 0
+    functions_analyzed: int = 0
+    function_tasks: int = 0
+    method_candidates: int = 0
+    methods_analyzed: int = 0
+    methods: int = 0
+    dereference_tasks: int = 0
+    analysis_s: float = 0.0
+    skipped: list = field(default_factory=list)
+
+
+def python_files(root: Path, limit: int) -> list[Path]:
+    """Library .py files under root, sorted, without tests, docs, examples, setup scripts."""
+    out = []
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root)
+        parts = {x.lower() for x in rel.parts[:-1]}
+        name = p.name.lower()
+        if parts & SKIP_DIRS or any(x.endswith((".egg-info", ".dist-info", ".data")) for x in parts):
+            continue
+        if name in ("setup.py", "conftest.py", "noxfile.py", "fabfile.py") or name.startswith("test_") \
+                or name.endswith("_test.py") or name == "tests.py":
+            continue
+        out.append(p)
+    return out[:limit]
+
+
+def _dependencies(root: Path, path: Path, code: str, first: int, last: int) -> set[str]:
+    from ..analysis.jedi import repo_dependencies  # the analyzer adapter (the only jedi import)
+    try:
+        return set(repo_dependencies(root, path, code, first, last))
+    except Exception:  # an analyzer crash on one function must not end a build; counted as "no deps"
+        return set()
+
+
+def build_repo(src: RepoSource, opts: BuildOptions) -> tuple[list[dict], RepoStats]:
+    """All tasks for one repository, and the counts behind them."""
+    stats = RepoStats(name=src.name, spec=src.spec, artifact=src.artifact, sha256=src.sha256)
+    files = python_files(src.root, opts.max_files_per_repo)
+    stats.files = len(files)
+    texts: dict[str, str] = {}
+    fn_cands, meth_cands = [], []
+    for p in files:
+        rel = p.relative_to(src.root).as_posix()
+        try:
+            code = p.read_text(encoding="utf-8")
+            sites = extract.functions(code, require_docstring=False)
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            stats.unparsable_files += 1
+            continue
+        texts[rel] = code
+        for s in sites:
+            if s.docstring and s.end_line - s.body_line + 1 <= opts.max_body_lines:
+                fn_cands.append((rel, s))
+            if extract.dereference_method(s, opts.min_method_lines):
+                meth_cands.append((rel, s))
+    stats.function_candidates, stats.method_candidates = len(fn_cands), len(meth_cands)
+    tasks: list[dict] = []
+    t0 = time.perf_counter()
+    if "function" in opts.kinds:
+        random.Random(f"{opts.seed}/{src.name}/function").shuffle(fn_cands)
+        for rel, s in fn_cands:
+            if stats.function_tasks >= opts.functions_per_repo:
+                break
+            stats.functions_analyzed += 1
+            deps = _dependencies(src.root, src.root / rel, texts[rel], s.body_line, s.end_line)
+            if deps:
+                tasks.append(_function_task(src, rel, texts[rel], s, deps))
+                stats.function_tasks += 1
+    if "dereference" in opts.kinds:
+        random.Random(f"{opts.seed}/{src.name}/dereference").shuffle(meth_cands)
+        for rel, s in meth_cands:
+            if stats.methods >= opts.methods_per_repo:
+                break
+            stats.methods_analyzed += 1
+            deps = _dependencies(src.root, src.root / rel, texts[rel], s.body_line, s.end_line)
+            if not deps:
+                continue
+            stats.methods += 1
+            for line, col in extract.spread(s.points, opts.points_per_method):
+                tasks.append(_dereference_task(src, rel, texts[rel], s, line, col, deps))
+                stats.dereference_tasks += 1
+    stats.analysis_s = round(time.perf_counter() - t0, 2)
+    return tasks, stats
+
+
+def _common(src: RepoSource, rel: str, code: str, s: extract.FunctionSite, deps: set[str]) -> dict:
+    lines = code.splitlines(keepends=True)
+    return {
+        "repo": src.name, "source": src.spec, "path": rel, "scope": s.scope,
+        "def_line": s.def_line, "end_line": s.end_line, "indent": s.indent,
+        "signature": "".join(lines[s.def_line - 1:max(s.def_line, s.header_end)]).rstrip("\n"),
+        "docstring": s.docstring,
+        "function": "".join(lines[s.def_line - 1:s.end_line]),
+        "deps": sorted(deps),
+        "file_sha256": hashlib.sha256(code.encode("utf-8")).hexdigest(),
+        "repo_dir": "",   # filled by build(); machine-specific, excluded from the task hash
+    }
+
+
+def _function_task(src, rel, code, s, deps) -> dict:
+    lines = code.splitlines(keepends=True)
+    t = _common(src, rel, code, s, deps)
+    t.update(task_id=f"{src.name}/{rel}::{s.scope}", kind="function", line=s.body_line, col=0,
+             reference="".join(lines[s.body_line - 1:s.end_line]))
+    return t
+
+
+def _dereference_task(src, rel, code, s, line, col, deps) -> dict:
+    lines = code.splitlines(keepends=True)
+    t = _common(src, rel, code, s, deps)
+    rest = lines[line - 1][col:] + "".join(lines[line:s.end_line])
+    t.update(task_id=f"{src.name}/{rel}::{s.scope}@{line}:{col}", kind="dereference", line=line, col=col,
+             reference=rest)
+    return t
+
+
+def task_hash(tasks: list[dict]) -> str:
+    """sha256 over the tasks' canonical JSON, sorted by task_id, without machine-specific fields."""
+    h = hashlib.sha256()
+    for t in sorted(tasks, key=lambda t: t["task_id"]):
+        clean = {k: v for k, v in t.items() if k != "repo_dir"}
+        h.update(json.dumps(clean, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def build(sources: list[RepoSource], opts: BuildOptions, out_dir: Path, *, recipe: dict | None = None,
+          progress=None) -> dict:
+    """Build tasks for every source into out_dir/tasks.jsonl and out_dir/manifest.json; returns the manifest."""
+    unknown = set(opts.kinds) - set(TASK_KINDS)
+    if unknown:
+        raise GroundcodeError(f"unknown task kind(s) {sorted(unknown)}; choose from {TASK_KINDS}")
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        raise GroundcodeError(f"two sources share a repository name: {names}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    all_tasks, repos = [], []
+    for src in sources:
+        tasks, stats = build_repo(src, opts)
+        for t in tasks:
+            t["repo_dir"] = str(src.root)
+        all_tasks += tasks
+        repos.append(asdict(stats))
+        if progress:
+            progress(stats)
+    all_tasks.sort(key=lambda t: t["task_id"])
+    write_jsonl(out_dir / "tasks.jsonl", all_tasks)
+    manifest = {
+        "recipe": recipe or {},
+        "options": asdict(opts) | {"kinds": list(opts.kinds)},
+        "repos": repos,
+        "counts": {k: sum(t["kind"] == k for t in all_tasks) for k in TASK_KINDS},
+        "tasks_sha256": task_hash(all_tasks),
+        "versions": {"python": platform.python_version(), "jedi": _version("jedi")},
+    }
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"

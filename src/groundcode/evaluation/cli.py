@@ -1,0 +1,182 @@
+"""`groundcode bench build|run|score|report`: the benchmark's command line (a typer sub-app, `app`).
+
+Each command parses flags into options and calls one library function (builder.build,
+harness.run, scoring.score_files, report.report_files). Recipes (evaluation/recipes/*.json) name
+the packages, pinned versions, archive hashes, seed, options and the expected task-set hash.
+Not here: any benchmark logic. Test: tests/test_bench_e2e.py (CliRunner on a fixture repository).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from importlib import resources
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import GroundcodeError
+
+app = typer.Typer(help="Repository-level benchmark: build tasks, generate, score, report.",
+                  no_args_is_help=True, add_completion=False)
+
+
+def load_recipe(name_or_path: str) -> dict:
+    """A recipe by name (shipped in evaluation/recipes/) or by path."""
+    p = Path(name_or_path)
+    if p.suffix == ".json" and p.is_file():
+        return json.loads(p.read_text())
+    res = resources.files("groundcode.evaluation").joinpath("recipes", f"{name_or_path}.json")
+    if res.is_file():
+        return json.loads(res.read_text())
+    raise GroundcodeError(f"no recipe {name_or_path!r} (a shipped name like 'standing', or a .json path)")
+
+
+def _fail(e: Exception):
+    typer.echo(f"error: {e}", err=True)
+    raise typer.Exit(1)
+
+
+@app.command()
+def build(
+    sources: List[str] = typer.Argument(None, help="Directories or pypi:NAME==VERSION (omit with --recipe)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory for tasks.jsonl and manifest.json."),
+    recipe: Optional[str] = typer.Option(None, help="Build a recipe (e.g. 'standing'); checks its task hash."),
+    seed: int = typer.Option(0, help="Sampling seed."),
+    kinds: str = typer.Option("function,dereference", help="Task kinds, comma-separated."),
+    functions_per_repo: int = typer.Option(20, help="Function tasks per repository."),
+    methods_per_repo: int = typer.Option(20, help="Methods with dereference tasks per repository (MGD: 20)."),
+    points_per_method: int = typer.Option(10, help="Dereference points per method (MGD: 10)."),
+    max_body_lines: int = typer.Option(30, help="Skip function tasks with longer bodies."),
+):
+    """Build benchmark tasks from local directories or PyPI source distributions."""
+    from . import builder, sources as src
+    try:
+        if recipe:
+            r = load_recipe(recipe)
+            known = {f.name for f in fields(builder.BuildOptions)}
+            opts = builder.BuildOptions(**{k: (tuple(v) if k == "kinds" else v)
+                                           for k, v in r.get("options", {}).items() if k in known})
+            repos = []
+            for pkg in r["packages"]:
+                s = src.resolve(pkg["source"], artifact=pkg.get("artifact"), sha256=pkg.get("sha256"))
+                if pkg.get("project"):
+                    src.check_project(s, pkg["project"])
+                repos.append(s)
+        else:
+            if not sources:
+                raise GroundcodeError("name at least one source (directory or pypi:NAME==VERSION), or --recipe")
+            opts = builder.BuildOptions(seed=seed, kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()),
+                                        functions_per_repo=functions_per_repo, methods_per_repo=methods_per_repo,
+                                        points_per_method=points_per_method, max_body_lines=max_body_lines)
+            repos = [src.resolve(s) for s in sources]
+            r = None
+
+        def progress(stats):
+            typer.echo(f"{stats.name}: {stats.function_tasks} function, {stats.dereference_tasks} dereference "
+                       f"tasks ({stats.files} files, analysis {stats.analysis_s}s)", err=True)
+
+        manifest = builder.build(repos, opts, out, recipe=r, progress=progress)
+    except GroundcodeError as e:
+        _fail(e)
+    typer.echo(f"{sum(manifest['counts'].values())} tasks {manifest['counts']} -> {out / 'tasks.jsonl'}")
+    typer.echo(f"tasks_sha256 {manifest['tasks_sha256']}")
+    if recipe and r.get("tasks_sha256"):
+        if r["tasks_sha256"] != manifest["tasks_sha256"]:
+            typer.echo(f"error: the task set differs from the recipe's (recipe {r['tasks_sha256']}); "
+                       f"built with jedi {manifest['versions']['jedi']}, recipe {r.get('versions')}", err=True)
+            raise typer.Exit(2)
+        typer.echo("matches the recipe's tasks_sha256")
+
+
+@app.command()
+def run(
+    tasks: Path = typer.Argument(..., help="tasks.jsonl from `bench build`."),
+    out: Path = typer.Option(..., "--out", "-o", help="Samples JSONL (appended; reruns resume)."),
+    config: str = typer.Option(..., help="Name of this configuration in results and reports."),
+    model: Optional[str] = typer.Option(None, help="HF id or local path; default: the shipped model."),
+    monitor: bool = typer.Option(True, "--monitor/--no-monitor", help="Dereference monitor on/off."),
+    schedule: str = typer.Option("greedy", help="greedy | mgd (6 samples, T 0.2/0.4/0.6x2/0.8x2) | T:N,T:N"),
+    top_p: float = typer.Option(0.95, help="Nucleus top-p for temperature > 0."),
+    seed: int = typer.Option(0),
+    max_new_tokens: int = typer.Option(128),
+    limit: Optional[int] = typer.Option(None, help="At most this many tasks per kind (a fixed subset)."),
+    kinds: Optional[str] = typer.Option(None, help="Only these task kinds, comma-separated."),
+    subset: Optional[str] = typer.Option(None, help="Apply a recipe subset: RECIPE:NAME, e.g. standing:cpu."),
+    oracle: bool = typer.Option(False, help="Write the references as samples (calibrates the metrics)."),
+    batch: int = typer.Option(8, help="Tasks per generator call."),
+):
+    """Generate samples for tasks with one configuration (resumable)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+    from . import harness
+    from .jsonl import read_jsonl
+    try:
+        all_tasks = list(read_jsonl(tasks))
+        kind_t = tuple(k.strip() for k in kinds.split(",")) if kinds else None
+        if subset:
+            rname, _, sname = subset.partition(":")
+            sub = load_recipe(rname).get("subsets", {}).get(sname)
+            if sub is None:
+                raise GroundcodeError(f"recipe {rname!r} has no subset {sname!r}")
+            limit = sub.get("limit", limit)
+            kind_t = tuple(sub["kinds"]) if sub.get("kinds") else kind_t
+        picked = harness.select(all_tasks, limit=limit, kinds=kind_t)
+        cfg = harness.RunConfig(name=config, model=model, monitor=monitor, schedule=schedule, top_p=top_p,
+                                seed=seed, max_new_tokens=max_new_tokens, batch=batch)
+        harness.parse_schedule(schedule)
+        todo = len(picked) - len(harness.done_task_ids(out, config) & {t["task_id"] for t in picked})
+        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TimeRemainingColumn(), transient=False) as bar:
+            tid = bar.add_task(f"{config}", total=todo)
+            n = harness.run(picked, out, cfg, oracle=oracle, progress=lambda k: bar.advance(tid, k))
+    except GroundcodeError as e:
+        _fail(e)
+    typer.echo(f"{n} tasks generated ({len(picked) - n} already in {out})")
+
+
+@app.command()
+def score(
+    tasks: Path = typer.Argument(..., help="tasks.jsonl"),
+    samples: Path = typer.Argument(..., help="Samples JSONL from `bench run` (any number of configs)."),
+    results: Path = typer.Option(..., "--results", help="Per-task results JSONL to write."),
+    summary: Path = typer.Option(..., "--summary", help="Summary JSON to write (one object per config)."),
+    workers: int = typer.Option(2, help="Parallel pylint workers."),
+    codebleu: bool = typer.Option(True, "--codebleu/--no-codebleu"),
+    depcov: bool = typer.Option(True, "--depcov/--no-depcov", help="Dependency coverage (runs the analyzer)."),
+):
+    """Score samples: similarity, match, dependency coverage and lint success metrics."""
+    from .scoring import score_files
+    try:
+        s = score_files(tasks, samples, results, summary, workers=workers, codebleu=codebleu, depcov=depcov)
+    except GroundcodeError as e:
+        _fail(e)
+    for name, c in s.items():
+        for kind, d in c["kinds"].items():
+            m = d["metrics"]
+            line = ", ".join(f"{k}={v[0]:.3f}" for k, v in m.items() if k in ("success", "dep_coverage", "nim", "codebleu"))
+            typer.echo(f"{name} {kind}: {d['tasks']} tasks, {d['samples']} samples: {line}")
+    first = next(iter(s.values()), None)
+    if first:
+        t = first["scoring"]
+        typer.echo(f"lint: {t['lint_s_per_sample']} s/sample over {t['lint_jobs']} samples ({t['lint_seconds']} s)")
+
+
+@app.command()
+def report(
+    summaries: List[Path] = typer.Argument(..., help="Summary JSON files from `bench score`."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory for report.md, report.html, PNGs."),
+    results: List[Path] = typer.Option([], "--results", help="Results JSONL (for examples)."),
+    tasks: Optional[Path] = typer.Option(None, "--tasks", help="tasks.jsonl (for examples)."),
+    baseline: Optional[str] = typer.Option(None, help="Configuration the deltas are relative to."),
+    title: str = typer.Option("groundcode benchmark"),
+    notes: str = typer.Option("", help="A paragraph under the title (setup, commands)."),
+):
+    """Write Markdown and self-contained HTML reports."""
+    from .report import report_files
+    try:
+        files = report_files(summaries, out, results_paths=results, tasks_path=tasks, baseline=baseline,
+                             title=title, notes=notes)
+    except GroundcodeError as e:
+        _fail(e)
+    typer.echo(f"wrote {files['markdown']} and {files['html']}")

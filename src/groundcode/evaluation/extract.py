@@ -1,0 +1,123 @@
+"""Find benchmark candidates in one Python file with `ast`: documented functions and dereference points.
+
+Pure (text in, dataclasses out); no analysis, no sampling, no I/O. Positions: lines 1-based,
+columns 0-based in characters (ast gives UTF-8 byte offsets; converted here).
+Not here: which candidates become tasks (builder.py). Test: tests/test_bench_builder.py.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+INITIALIZERS = {"__init__", "__new__", "__init_subclass__", "__post_init__", "__class_getitem__"}
+
+
+@dataclass
+class FunctionSite:
+    scope: str            # "Class.method" or "function" (nested classes: "Outer.Inner.method")
+    def_line: int         # first line of the def (after decorators)
+    body_line: int        # first line after the docstring: where generation starts (column 0)
+    end_line: int         # last line of the function
+    indent: int           # column of `def`
+    header_end: int       # last line of the `def ...:` header (decorators excluded)
+    docstring: str
+    is_method: bool
+    statements: int       # top-level statements after the docstring
+    points: list[tuple[int, int]] = field(default_factory=list)   # (line, col) right after a `.`
+
+
+def _char_col(line_text: str, byte_col: int) -> int:
+    return len(line_text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+
+def _trivial(body: list[ast.stmt]) -> bool:
+    """A body that says nothing: pass, ..., or raise NotImplementedError."""
+    if len(body) != 1:
+        return False
+    s = body[0]
+    if isinstance(s, ast.Pass):
+        return True
+    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is Ellipsis:
+        return True
+    if isinstance(s, ast.Raise) and s.exc is not None:
+        exc = s.exc.func if isinstance(s.exc, ast.Call) else s.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
+
+
+def functions(code: str, require_docstring: bool = True) -> list[FunctionSite]:
+    """Functions and methods with a non-trivial body starting on its own line (and a docstring
+    when `require_docstring`). Functions nested in other functions are skipped (their context is
+    another function's body). Raises SyntaxError when the file does not parse."""
+    tree = ast.parse(code)
+    lines = code.splitlines()
+    out: list[FunctionSite] = []
+
+    def visit(node: ast.AST, prefix: str, in_class: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.", True)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                site = _site(child, prefix, in_class, lines, require_docstring)
+                if site:
+                    out.append(site)
+
+    visit(tree, "", False)
+    return out
+
+
+def _site(fn, prefix: str, in_class: bool, lines: list[str], require_docstring: bool) -> FunctionSite | None:
+    doc = ast.get_docstring(fn, clean=True)
+    if doc is not None:
+        doc_node, rest = fn.body[0], fn.body[1:]
+        last = lines[doc_node.end_lineno - 1]
+        if last[_char_col(last, doc_node.end_col_offset):].strip():
+            return None            # `"""doc"""; x = 1`: no line boundary to start generating at
+        body_line = doc_node.end_lineno + 1
+    elif require_docstring:
+        return None
+    else:
+        rest, doc = fn.body, ""
+        body_line = rest[0].lineno
+    if not rest or _trivial(rest) or rest[0].lineno < body_line or body_line <= fn.lineno:
+        return None                # empty, trivial, or a one-line `def f(): return x`
+    # the body must start at column 0 of its line (no `x = 1; y = 2` after the header's colon)
+    first = lines[rest[0].lineno - 1]
+    if first[:_char_col(first, rest[0].col_offset)].strip():
+        return None
+    site = FunctionSite(scope=prefix + fn.name, def_line=fn.lineno, body_line=body_line,
+                        end_line=fn.end_lineno, indent=_char_col(lines[fn.lineno - 1], fn.col_offset),
+                        header_end=fn.body[0].lineno - 1, docstring=doc, is_method=in_class, statements=len(rest))
+    site.points = _points(rest, lines)
+    return site
+
+
+def _points(body: list[ast.stmt], lines: list[str]) -> list[tuple[int, int]]:
+    """Positions right after each `expr.` in the body, where the member name begins, in order."""
+    pts = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Attribute) or node.end_lineno is None:
+                continue
+            text = lines[node.end_lineno - 1]
+            end = _char_col(text, node.end_col_offset)
+            start = end - len(node.attr)
+            # the dot must sit right before the name (skip `x .y` and names split over lines)
+            if start >= 1 and text[start - 1] == "." and text[start:end] == node.attr:
+                pts.add((node.end_lineno, start))
+    return sorted(pts)
+
+
+def spread(points: list, k: int) -> list:
+    """At most k items chosen uniformly across the list (first and last included)."""
+    if len(points) <= k:
+        return list(points)
+    idx = sorted({round(i * (len(points) - 1) / (k - 1)) for i in range(k)})
+    return [points[i] for i in idx]
+
+
+def dereference_method(site: FunctionSite, min_lines: int = 7, min_statements: int = 2) -> bool:
+    """MGD's target methods: not initializers, >= 2 top-level statements spanning >= 7 lines."""
+    name = site.scope.rsplit(".", 1)[-1]
+    return (site.is_method and name not in INITIALIZERS and site.statements >= min_statements
+            and site.end_line - site.def_line + 1 >= min_lines and bool(site.points))

@@ -1,0 +1,150 @@
+"""Generate samples for benchmark tasks with a named configuration; resumable JSONL keyed by task_id.
+
+A configuration = model + monitor on/off + a sampling schedule. Schedules: "greedy" (1 sample at
+temperature 0), "mgd" (MGD's 6 samples: temperatures 0.2, 0.4, 0.6x2, 0.8x2, top-p 0.95), or
+"T:N,T:N" (N samples at temperature T). Each finished task appends one record
+{task_id, config, samples: [...]} to the samples file; a rerun skips task_ids already there, so an
+interrupted run resumes where it stopped. `oracle=True` writes the reference as the only sample
+(calibrates the metrics: the reference's own lint success rate, DepCov 1, ...).
+Not here: scoring (scoring.py), the decoding loop (decoding/engine.py, reached via groundcode.api).
+Test: tests/test_bench_e2e.py (tiny model, fixture repository).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import GroundcodeError
+from .jsonl import append_jsonl, read_jsonl
+
+MGD_SCHEDULE = ((0.2, 1), (0.4, 1), (0.6, 2), (0.8, 2))
+
+
+@dataclass
+class RunConfig:
+    name: str                        # the configuration's name in results and reports
+    model: str | None = None         # None = the shipped default model
+    monitor: bool = True             # dereference monitor on (grounded) or off (baseline)
+    schedule: str = "greedy"         # greedy | mgd | T:N,T:N
+    top_p: float = 0.95              # used when temperature > 0 (MGD's value)
+    seed: int = 0
+    max_new_tokens: int = 128
+    batch: int = 8                   # contexts per generator call
+
+
+def parse_schedule(spec: str) -> tuple[tuple[float, int], ...]:
+    """Temperature groups [(temperature, samples), ...] of a schedule name or "T:N,T:N" list."""
+    if spec == "greedy":
+        return ((0.0, 1),)
+    if spec == "mgd":
+        return MGD_SCHEDULE
+    try:
+        groups = tuple((float(t), int(n)) for t, n in (g.split(":") for g in spec.split(",")))
+    except ValueError:
+        raise GroundcodeError(f"bad schedule {spec!r}: use greedy, mgd, or T:N,T:N (e.g. 0.2:1,0.8:2)") from None
+    for t, n in groups:
+        if n < 1 or t < 0 or (t == 0 and n > 1):
+            raise GroundcodeError(f"bad schedule group {t}:{n} (greedy gives one sample; n >= 1)")
+    return groups
+
+
+def select(tasks: list[dict], limit: int | None = None, kinds: tuple | None = None,
+           repos: tuple | None = None) -> list[dict]:
+    """Tasks filtered by kind/repo; with `limit`, the first `limit` per kind in a fixed pseudo-random
+    order (sha256 of task_id), so a subset spreads over repositories and never changes."""
+    out = [t for t in tasks if (not kinds or t["kind"] in kinds) and (not repos or t["repo"] in repos)]
+    if limit is None:
+        return out
+    order = sorted(out, key=lambda t: hashlib.sha256(t["task_id"].encode()).hexdigest())
+    picked, per_kind = [], {}
+    for t in order:
+        if per_kind.get(t["kind"], 0) < limit:
+            picked.append(t)
+            per_kind[t["kind"]] = per_kind.get(t["kind"], 0) + 1
+    return sorted(picked, key=lambda t: t["task_id"])
+
+
+def task_file_text(task: dict) -> str:
+    path = Path(task["repo_dir"]) / task["path"]
+    text = path.read_text(encoding="utf-8")
+    if hashlib.sha256(text.encode("utf-8")).hexdigest() != task["file_sha256"]:
+        raise GroundcodeError(f"{path} changed since the tasks were built (sha256 mismatch); rebuild")
+    return text
+
+
+def split_at_task(task: dict, text: str) -> tuple[str, str]:
+    """(before, after): the file up to the task's cursor, and the file after its function."""
+    lines = text.splitlines(keepends=True)
+    line, col = task["line"], task["col"]
+    before = "".join(lines[:line - 1]) + lines[line - 1][:col] if line <= len(lines) else text
+    after = "".join(lines[task["end_line"]:])
+    return before, after
+
+
+def context_for(task: dict):
+    """The generation context of a task: prompt up to the cursor, stop when the function ends."""
+    from ..api import CodeContext
+    text = task_file_text(task)
+    before, after = split_at_task(task, text)
+    lines = text.splitlines(keepends=True)
+    head = "".join(lines[task["def_line"] - 1:task["line"] - 1]) + lines[task["line"] - 1][:task["col"]]
+    return CodeContext(path=Path(task["repo_dir"]) / task["path"], repo=Path(task["repo_dir"]), before=before,
+                       after=after, stop_indent=task["indent"], scope=task["scope"], lex_prefix=head,
+                       starts_at_line=task["col"] == 0 or not lines[task["line"] - 1][:task["col"]].strip(),
+                       reference=task["reference"])
+
+
+def done_task_ids(out: Path, config: str) -> set[str]:
+    if not Path(out).exists():
+        return set()
+    return {r["task_id"] for r in read_jsonl(out) if r.get("config") == config}
+
+
+def _trigger_summary(triggers: list) -> dict:
+    recs = [t.to_json() if hasattr(t, "to_json") else dict(t) for t in triggers]
+    return {"triggers": len(recs),
+            "failed_open": sum(bool(r.get("failed_open")) for r in recs),
+            "cache_hits": sum(bool(r.get("cache_hit")) for r in recs),
+            "analysis_ms": round(sum(float(r.get("analysis_ms") or 0) for r in recs), 1)}
+
+
+def run(tasks: list[dict], out: Path, cfg: RunConfig, *, generator=None, oracle: bool = False,
+        progress=None) -> int:
+    """Generate for every task not yet in `out` under cfg.name; returns how many tasks it ran."""
+    done = done_task_ids(out, cfg.name)
+    todo = [t for t in tasks if t["task_id"] not in done]
+    groups = parse_schedule(cfg.schedule)
+    meta = {"config": cfg.name, "run": asdict(cfg) | {"oracle": oracle}}
+    if oracle:
+        for t in todo:
+            append_jsonl(out, {"task_id": t["task_id"], **meta, "samples": [
+                {"completion": t["reference"], "temperature": 0.0, "seed": 0, "tokens": 0, "seconds": 0.0,
+                 "finish_reason": "reference"}]})
+            if progress:
+                progress(1)
+        return len(todo)
+    if not todo:
+        return 0
+    from ..api import Generator
+    from ..config import MonitorConfig, SamplingConfig
+    gen = generator or Generator(model=cfg.model, monitor=MonitorConfig(enabled=cfg.monitor))
+    gen.monitor.enabled = cfg.monitor
+    for k in range(0, len(todo), cfg.batch):
+        chunk = todo[k:k + cfg.batch]
+        ctxs = [context_for(t) for t in chunk]
+        samples: list[list[dict]] = [[] for _ in chunk]
+        for temp, n in groups:
+            sc = SamplingConfig(temperature=temp, top_p=cfg.top_p if temp > 0 else 1.0, seed=cfg.seed,
+                                max_new_tokens=cfg.max_new_tokens)
+            outs = gen.run(ctxs, sc, n=n)
+            for i, row in enumerate(outs):
+                for j, g in enumerate(row):
+                    samples[i].append({"completion": g.completion, "temperature": temp, "seed": cfg.seed + j,
+                                       "tokens": g.tokens, "seconds": g.seconds, "finish_reason": g.finish_reason,
+                                       "rollbacks": getattr(g, "rollbacks", 0), **_trigger_summary(g.triggers)})
+        for t, s in zip(chunk, samples):
+            append_jsonl(out, {"task_id": t["task_id"], **meta, "samples": s})
+        if progress:
+            progress(len(chunk))
+    return len(todo)

@@ -1,0 +1,201 @@
+"""Success rate's static check: pylint on a sample spliced into a temporary copy of its repository.
+
+A job is (repository dir, file path inside it, the spliced file text, the function's first and
+last line). Each job gets its own overlay directory: the repository's .py files as symlinks, the
+spliced file as a real file — the repository itself is never written. pylint runs in a few
+long-lived worker subprocesses (`python -m groundcode.evaluation.lint JOBS OUT`), one per share of
+the repositories, so its start-up and the inference of imported modules are paid once per worker,
+not per sample. Only the syntax-error, no-member and undefined-variable checks are on, and the
+no-member checker only visits attributes inside the job's lines (it is the costly one). After each
+job the worker forgets the spliced module, so the next sample of the same file is parsed afresh.
+A job succeeds when the file has no syntax error and the function's lines have no no-member /
+undefined-variable message. The only module that imports pylint; generated code is parsed, never run.
+Not here: splicing (scoring.py). Test: tests/test_bench_lint.py; speed: benchmarks/bench_lint_speed.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHECKS = ("syntax-error", "no-member", "undefined-variable")
+_MIRROR_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass
+class LintJob:
+    repo_dir: Path
+    path: str            # relative to repo_dir (posix)
+    text: str            # the whole spliced file
+    first_line: int      # the generated function's lines (1-based, inclusive)
+    last_line: int
+
+
+@dataclass
+class LintResult:
+    success: bool
+    syntax_error: bool = False
+    no_member: int = 0
+    undefined_variable: int = 0
+    crashed: bool = False                      # pylint gave no verdict for this file
+    messages: list = field(default_factory=list)
+
+
+def _mirror(repo_dir: Path, dest: Path, files: list[str]) -> None:
+    for rel in files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(repo_dir / rel, target)
+
+
+def _repo_files(repo_dir: Path, cache: dict) -> list[str]:
+    key = str(repo_dir)
+    if key not in cache:
+        cache[key] = sorted(p.relative_to(repo_dir).as_posix() for p in repo_dir.rglob("*")
+                            if p.suffix in _MIRROR_SUFFIXES and p.is_file())
+    return cache[key]
+
+
+def _shares(jobs: list[LintJob], workers: int) -> list[list[int]]:
+    """Job indices split over workers, whole repositories together (their imports are cached)."""
+    by_repo: dict[str, list[int]] = {}
+    for i, j in enumerate(jobs):
+        by_repo.setdefault(str(j.repo_dir), []).append(i)
+    shares: list[list[int]] = [[] for _ in range(max(1, workers))]
+    for idx in sorted(by_repo.values(), key=len, reverse=True):
+        min(shares, key=len).extend(idx)
+    # one repository bigger than the rest would leave a worker idle: split the largest share
+    shares = [s for s in shares if s]
+    while len(shares) < workers and max(map(len, shares), default=0) > 1:
+        big = max(shares, key=len)
+        shares.remove(big)
+        shares += [big[: len(big) // 2], big[len(big) // 2:]]
+    return shares
+
+
+def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.0) -> list[LintResult]:
+    """Lint every job; results in job order. A worker that dies or times out marks its
+    unfinished jobs `crashed` (not successful)."""
+    results: list[LintResult | None] = [None] * len(jobs)
+    file_cache: dict = {}
+    with tempfile.TemporaryDirectory(prefix="groundcode-lint-") as tmp:
+        specs = []
+        for i, j in enumerate(jobs):
+            root = Path(tmp) / f"j{i}"
+            files = [f for f in _repo_files(Path(j.repo_dir), file_cache) if f != j.path]
+            _mirror(Path(j.repo_dir), root, files)
+            target = root / j.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(j.text, encoding="utf-8")
+            specs.append({"i": i, "path": str(target), "first": j.first_line, "last": j.last_line})
+
+        def one(w: int, share: list[int]) -> None:
+            job_file, out_file = Path(tmp) / f"w{w}.json", Path(tmp) / f"w{w}.out.jsonl"
+            job_file.write_text(json.dumps([specs[i] for i in share]))
+            cmd = [sys.executable, "-m", "groundcode.evaluation.lint", str(job_file), str(out_file)]
+            try:
+                subprocess.run(cmd, capture_output=True, text=True, timeout=30 + per_job_timeout * len(share),
+                               env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+            except subprocess.TimeoutExpired:
+                pass
+            if out_file.exists():
+                for line in out_file.read_text().splitlines():
+                    try:
+                        rec = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    i = rec["i"]
+                    results[i] = verdict(rec["messages"], jobs[i].first_line, jobs[i].last_line)
+
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            list(pool.map(lambda a: one(*a), enumerate(_shares(jobs, workers))))
+    return [r if r is not None else LintResult(success=False, crashed=True) for r in results]
+
+
+def verdict(messages: list[dict], first_line: int, last_line: int) -> LintResult:
+    """Success unless a syntax error anywhere or no-member/undefined-variable in [first, last]."""
+    r = LintResult(success=True)
+    for m in messages:
+        sym, line = m.get("symbol"), int(m.get("line") or 0)
+        if sym == "syntax-error":
+            r.syntax_error = True
+        elif sym in ("no-member", "undefined-variable") and first_line <= line <= last_line:
+            if sym == "no-member":
+                r.no_member += 1
+            else:
+                r.undefined_variable += 1
+        else:
+            continue
+        r.messages.append(f"{line}: {sym}: {m.get('message', '')}")
+    r.success = not (r.syntax_error or r.no_member or r.undefined_variable)
+    return r
+
+
+# ---------------------------------------------------------------- worker process
+
+_RANGE = [0, 0]
+
+
+def _patch_no_member_range() -> None:
+    """Make pylint's no-member check visit only attributes on the job's lines (inference of every
+    attribute in a large module is what makes pylint slow; the other lines are not scored)."""
+    from pylint.checkers.typecheck import TypeChecker
+    if getattr(TypeChecker, "_groundcode_ranged", False):
+        return
+    original = TypeChecker.visit_attribute
+
+    def visit_attribute(self, node):
+        if _RANGE[0] <= (node.lineno or 0) <= _RANGE[1]:
+            return original(self, node)
+        return None
+
+    TypeChecker.visit_attribute = visit_attribute
+    TypeChecker._groundcode_ranged = True
+
+
+def _forget(path: str) -> None:
+    """Drop the spliced module from astroid's caches so another sample of it is parsed afresh."""
+    import astroid
+    real = os.path.realpath(path)
+    cache = astroid.MANAGER.astroid_cache
+    for name in [n for n, m in cache.items() if getattr(m, "file", None) and os.path.realpath(m.file) == real]:
+        cache.pop(name, None)
+    # module-name -> file lookups that point at the spliced file (another overlay would reuse them)
+    lookups = getattr(astroid.MANAGER, "_mod_file_cache", {})
+    for key in [k for k, v in lookups.items()
+                if isinstance(getattr(v, "location", None), str) and os.path.realpath(v.location) == real]:
+        lookups.pop(key, None)
+
+
+def worker(job_file: str, out_file: str) -> None:
+    import io
+
+    from pylint.lint import Run
+    from pylint.reporters import JSONReporter
+    _patch_no_member_range()
+    args = ["--disable=all", f"--enable={','.join(CHECKS)}", "--score=n", "--persistent=n",
+            "--rcfile=/dev/null", "--unsafe-load-any-extension=n"]
+    with open(out_file, "a", encoding="utf-8") as out:
+        for spec in json.loads(Path(job_file).read_text()):
+            _RANGE[:] = [spec["first"], spec["last"]]
+            t0 = time.perf_counter()
+            buf = io.StringIO()
+            try:
+                Run([*args, spec["path"]], reporter=JSONReporter(buf), exit=False)
+                msgs = json.loads(buf.getvalue() or "[]")
+            except Exception as e:   # astroid/pylint crash on odd code: report it, go on
+                msgs = [{"symbol": "pylint-crash", "line": 0, "message": repr(e)[:200]}]
+            finally:
+                _forget(spec["path"])
+            out.write(json.dumps({"i": spec["i"], "messages": msgs, "s": round(time.perf_counter() - t0, 3)}) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    worker(sys.argv[1], sys.argv[2])

@@ -1,0 +1,165 @@
+"""Score samples against their tasks: per-sample metrics to results JSONL, aggregates to a summary JSON.
+
+Per sample: the completion is cut where its function ends, spliced into the file text (in memory)
+and scored. Both kinds: BLEU-4, EditSim, exact match, NIM, ISM, PM, identifier precision/recall,
+success rate (lint.py). Function tasks also: CodeBLEU and dependency coverage (the reference's
+repository dependencies that the spliced body also uses, by the same analyzer the builder used).
+Summary, per configuration and task kind: every metric's score@k for k = 1..n (score@1 = the mean
+over all samples; on 0/1 metrics score@k = pass@k), plus the counts behind them.
+Not here: the metric formulas (metrics.py), pylint (lint.py), generation (harness.py).
+Test: tests/test_bench_e2e.py.
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from pathlib import Path
+
+from . import metrics as M
+from .harness import split_at_task, task_file_text
+from .jsonl import read_jsonl, write_jsonl
+from .lint import LintJob, check
+
+TEXT_METRICS = {
+    "bleu4": M.bleu4, "edit_sim": M.edit_sim, "exact_match": M.exact_match,
+    "nim": M.next_identifier_match, "ism": M.identifier_sequence_match, "pm": M.prefix_match,
+}
+BINARY = {"exact_match", "nim", "success"}
+
+
+def trim_completion(task: dict, completion: str) -> str:
+    """The completion up to the end of its function: cut at the first non-blank line indented at or
+    left of the `def` (the model went on to the next definition), keep a final newline."""
+    lines = completion.splitlines(keepends=True)
+    keep = []
+    for i, ln in enumerate(lines):
+        starts_line = i > 0 or task["col"] == 0
+        if starts_line and ln.strip():
+            width = len(ln[:len(ln) - len(ln.lstrip(" \t"))].expandtabs(8))
+            if width <= task["indent"]:
+                break
+        keep.append(ln)
+    body = "".join(keep).rstrip()
+    return body + "\n" if body else ""
+
+
+def splice(task: dict, text: str, body: str) -> tuple[str, int, int]:
+    """(new file text, first line, last line of the function in it). An empty body becomes `pass`
+    at the body's indentation so that only the generated code, not the splice, can break the file."""
+    before, after = split_at_task(task, text)
+    if not body.strip() and task["col"] == 0:
+        body = " " * (task["indent"] + 4) + "pass\n"
+    new = before + body
+    if not new.endswith("\n"):
+        new += "\n"
+    last = new.count("\n")
+    return new + after, task["def_line"], max(last, task["line"])
+
+
+def _dedent_body(task: dict, code: str) -> str:
+    return textwrap.dedent(code) if task["col"] == 0 else code
+
+
+def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, workers: int = 2,
+          codebleu: bool = True, depcov: bool = True, progress=None) -> dict:
+    """Write one result per (config, task) to `out`; return {"timing": ..., "n": ...}."""
+    rows, jobs, where = [], [], []
+    t_lint = 0.0
+    texts: dict[str, str] = {}
+    for rec in sample_records:
+        task = tasks.get(rec["task_id"])
+        if task is None:
+            continue
+        key = task["repo_dir"] + "/" + task["path"]
+        if key not in texts:
+            texts[key] = task_file_text(task)
+        bodies = [trim_completion(task, s["completion"]) for s in rec["samples"]]
+        row = {"task_id": task["task_id"], "config": rec["config"], "kind": task["kind"], "repo": task["repo"],
+               "metrics": {}, "completions": bodies, "lint": []}
+        ref = task["reference"]
+        for name, fn in TEXT_METRICS.items():
+            row["metrics"][name] = [fn(ref, b) for b in bodies]
+        pr = [M.identifier_precision_recall(ref, b) for b in bodies]
+        row["metrics"]["ident_precision"] = [p for p, _ in pr]
+        row["metrics"]["ident_recall"] = [r for _, r in pr]
+        spliced = [splice(task, texts[key], b) for b in bodies]
+        for j, (new, first, last) in enumerate(spliced):
+            jobs.append(LintJob(Path(task["repo_dir"]), task["path"], new, first, last))
+            where.append((len(rows), j))
+        if task["kind"] == "function":
+            if codebleu:
+                from .codebleu_adapter import codebleu as cb
+                row["metrics"]["codebleu"] = [cb(_dedent_body(task, ref), _dedent_body(task, b))["codebleu"]
+                                              for b in bodies]
+            if depcov:
+                from ..analysis.jedi import repo_dependencies
+                cov = []
+                for new, _, last in spliced:
+                    try:
+                        deps = repo_dependencies(Path(task["repo_dir"]), Path(task["repo_dir"]) / task["path"],
+                                                 new, task["line"], last)
+                    except Exception:   # unparsable sample: nothing resolved, nothing covered
+                        deps = set()
+                    cov.append(M.dependency_coverage(task["deps"], deps))
+                row["metrics"]["dep_coverage"] = cov
+        rows.append(row)
+        if progress:
+            progress(1)
+    t0 = time.perf_counter()
+    lint_results = check(jobs, workers=workers)
+    t_lint = time.perf_counter() - t0
+    for row in rows:
+        row["metrics"]["success"] = [0.0] * len(row["completions"])
+        row["lint"] = [[] for _ in row["completions"]]
+    for (ri, j), res in zip(where, lint_results):
+        rows[ri]["metrics"]["success"][j] = float(res.success)
+        rows[ri]["lint"][j] = res.messages + (["pylint crashed"] if res.crashed else [])
+    write_jsonl(out, rows)
+    return {"lint_seconds": round(t_lint, 2), "lint_jobs": len(jobs),
+            "lint_s_per_sample": round(t_lint / max(1, len(jobs)), 3)}
+
+
+def summarize(results: list[dict]) -> dict:
+    """{config: {"kinds": {kind: {"tasks", "samples", "metrics": {name: [score@1..score@n]}}},
+    "repos": {repo: {kind: {metric: score@1}}}}}. Tasks with fewer samples than the most common n
+    are left out of the curves' higher k (score@k needs k <= n)."""
+    out: dict = {}
+    for r in results:
+        c = out.setdefault(r["config"], {"kinds": {}, "repos": {}})
+        k = c["kinds"].setdefault(r["kind"], {"tasks": 0, "samples": 0, "_scores": {}})
+        k["tasks"] += 1
+        k["samples"] += len(r["completions"])
+        for name, vals in r["metrics"].items():
+            k["_scores"].setdefault(name, []).append(vals)
+        rep = c["repos"].setdefault(r["repo"], {}).setdefault(r["kind"], {"tasks": 0, "_m": {}})
+        rep["tasks"] += 1
+        for name, vals in r["metrics"].items():
+            rep["_m"].setdefault(name, []).extend(vals)
+    for c in out.values():
+        for k in c["kinds"].values():
+            k["metrics"] = {}
+            for name, lists in k.pop("_scores").items():
+                n = min(len(v) for v in lists)
+                k["metrics"][name] = [sum(M.score_at_k(v[:n], kk) for v in lists) / len(lists)
+                                      for kk in range(1, n + 1)]
+                if name in BINARY:
+                    k.setdefault("counts", {})[name] = {"correct": int(sum(sum(v) for v in lists)),
+                                                       "samples": sum(len(v) for v in lists)}
+        for rep in c["repos"].values():
+            for kind, d in rep.items():
+                rep[kind] = {"tasks": d["tasks"]} | {m: sum(v) / len(v) for m, v in d.pop("_m").items() if v}
+    return out
+
+
+def score_files(tasks_path: Path, samples_path: Path, results_path: Path, summary_path: Path, **kw) -> dict:
+    tasks = {t["task_id"]: t for t in read_jsonl(tasks_path)}
+    recs = list(read_jsonl(samples_path))
+    timing = score(tasks, recs, results_path, **kw)
+    summary = summarize(list(read_jsonl(results_path)))
+    for name in summary:
+        summary[name]["scoring"] = timing
+        summary[name]["run"] = next((r.get("run") for r in recs if r.get("config") == name), None)
+    Path(summary_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(summary_path).write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
