@@ -33,11 +33,14 @@ def read_source(path: str | Path) -> str:
 
 
 def find_repo_root(path: Path) -> Path:
-    """The nearest ancestor with a VCS or packaging marker, else the file's directory."""
+    """The nearest ancestor with a VCS or packaging marker; else the directory that holds the
+    file's top-level package (so `import pkg.mod` resolves); else the file's directory."""
     p = path.resolve().parent
     for d in [p, *p.parents]:
         if any((d / m).exists() for m in (".git", "pyproject.toml", "setup.py", "setup.cfg", ".hg")):
             return d
+    while (p / "__init__.py").exists() and p.parent != p:
+        p = p.parent
     return p
 
 

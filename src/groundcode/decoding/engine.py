@@ -36,6 +36,8 @@ class RowSpec:
     context: object = None
     guides: list[Guide] = field(default_factory=list)
     seed: int = 0
+    forced: list[int] | None = None     # replay: teacher-force these tokens (guides still run,
+                                        # masks are still built and applied; rollbacks ignored)
 
 
 @dataclass
@@ -125,10 +127,16 @@ class Engine:
                     continue
                 i, v = r.view.index, r.view
                 tok = toks[i]
+                forced = r.spec.forced
+                if forced is not None:
+                    if len(v.tokens) >= len(forced):
+                        r.finish = "stop"
+                        continue
+                    tok = forced[len(v.tokens)]
                 if not constrained[i]:
                     for g in r.spec.guides:
                         m = g.check(v, tok)
-                        if m is not None and len(m):
+                        if m is not None and len(m) and forced is None:
                             keep_only(logits[i], m)
                             r.constrained += 1
                             sub = [gens[i]] if gens else None
@@ -146,7 +154,7 @@ class Engine:
                     b = g.advance(v, tok)
                     if b is not None and back is None:
                         back = b
-                if back is not None:
+                if back is not None and forced is None:
                     self._rollback(r, back, attn)
                 else:
                     for g in r.spec.guides:

@@ -50,6 +50,11 @@ class DereferenceMonitor(Guide):
         self.version = getattr(ctx, "version", "")
         self.state = WAIT
         self._clear()
+        # The cursor may sit right after a dot (`obj.|`): trigger before the first token.
+        p = self.prefix
+        if p.endswith(".") and self.lexer.dot_is_code(p, len(p) - 1):
+            if self._analyze(row, "") is not None:
+                self._start(row, 0, ".", 0)
 
     def _clear(self) -> None:
         self.names: frozenset = frozenset()

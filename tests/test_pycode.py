@@ -1,0 +1,46 @@
+"""Lexical questions answered with Python's tokenizer."""
+from groundcode.pycode import Lexer, binding_verdict, could_bind, receiver_before
+
+HEAD = "def f(self):\n    x = 1\n"
+
+
+def _code_dot(text):
+    return Lexer(HEAD).dot_is_code(HEAD + text, len(HEAD + text) - 1)
+
+
+def test_dot_is_code():
+    assert _code_dot("    return self.")
+    assert _code_dot("    foo(a,\n        b).")
+    assert _code_dot("    y = [x for x in z].")
+    assert not _code_dot("    s = 'abc.")
+    assert not _code_dot('    s = """doc\n  more self.')
+    assert not _code_dot("    # self.")
+    assert not _code_dot("    y = 1.")
+    assert _code_dot("    y = 'a' + s.")
+
+
+def test_lexer_survives_rewind():
+    lx = Lexer(HEAD)
+    text = HEAD + "    a = 1\n    b = 2\n    c."
+    assert lx.dot_is_code(text, len(text) - 1)
+    lx.rewind(len(HEAD) + 4)
+    text2 = HEAD + "    s = 'x."
+    assert not lx.dot_is_code(text2, len(text2) - 1)
+
+
+def test_receiver_before():
+    t = "    return self.items[0].name."
+    assert receiver_before(t, len(t) - 1) == "self.items[0].name"
+    t = "x = foo(a, b)."
+    assert receiver_before(t, len(t) - 1) == "foo(a, b)"
+
+
+def test_binding():
+    assert could_bind("        ") and could_bind("a, ") and not could_bind("return ")
+    assert not could_bind("x = ")
+    assert binding_verdict(" = 1") and binding_verdict(": int = 1")
+    assert binding_verdict(" == 1") is False and binding_verdict(" += 1") is False
+    assert binding_verdict(".append(x)") is False and binding_verdict("[0] = 1") is False
+    assert binding_verdict(", self.b = 1, 2\n") is True
+    assert binding_verdict(", b)\n") is False
+    assert binding_verdict(", ") is None and binding_verdict("  ") is None
