@@ -1,0 +1,46 @@
+"""Success rate's lint check: verdicts, overlays, and that samples of one file do not leak into each other."""
+from pathlib import Path
+
+from groundcode.evaluation import lint
+
+FIXTURE = Path(__file__).parent / "fixtures" / "bench_repo"
+MODELS = (FIXTURE / "inventory" / "models.py").read_text()
+
+
+def test_verdict_counts_only_the_functions_lines():
+    msgs = [{"symbol": "no-member", "line": 12, "message": "x"},
+            {"symbol": "undefined-variable", "line": 3, "message": "y"},
+            {"symbol": "unused-import", "line": 12, "message": "z"}]
+    assert not lint.verdict(msgs, 10, 20).success
+    assert lint.verdict(msgs, 10, 20).no_member == 1 and lint.verdict(msgs, 10, 20).undefined_variable == 0
+    assert lint.verdict(msgs, 13, 20).success
+    syntax = [{"symbol": "syntax-error", "line": 99, "message": "bad"}]
+    assert lint.verdict(syntax, 1, 2).syntax_error and not lint.verdict(syntax, 1, 2).success
+
+
+def _replace(old: str, new: str) -> str:
+    assert old in MODELS
+    return MODELS.replace(old, new, 1)
+
+
+def test_check_spliced_samples_in_overlays():
+    lines = MODELS.splitlines()
+    first = next(i for i, ln in enumerate(lines, 1) if "def total_value" in ln)
+    last = first + 5
+    texts = [
+        MODELS,                                                                         # the original
+        _replace("self.book.price_with_tax(name)", "self.book.price_including_tax(name)"),  # no-member
+        _replace("total = 0.0", "total = start_value"),                                 # undefined name
+        _replace("total = 0.0", "total = 0.0 +"),                                       # syntax error
+        _replace("return item.quantity\n", "return item.quantity + missing_name\n"),    # outside the lines
+        MODELS,                                                                         # again: cache forgotten
+    ]
+    before = {p: p.read_bytes() for p in FIXTURE.rglob("*") if p.is_file()}
+    jobs = [lint.LintJob(FIXTURE, "inventory/models.py", t, first, last) for t in texts]
+    res = lint.check(jobs, workers=2)
+    assert [r.success for r in res] == [True, False, False, False, True, True]
+    assert res[1].no_member == 1 and "price_including_tax" in res[1].messages[0]
+    assert res[2].undefined_variable == 1
+    assert res[3].syntax_error
+    assert not any(r.crashed for r in res)
+    assert {p: p.read_bytes() for p in FIXTURE.rglob("*") if p.is_file()} == before
