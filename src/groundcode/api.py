@@ -165,6 +165,9 @@ class Generator:
         jobs = [(ci, j) for ci in range(len(contexts)) for j in range(n)]
         results: list[list[Generation | None]] = [[None] * n for _ in contexts]
         prompts = {ci: self.prompt_ids(c, sampling.max_new_tokens) for ci, c in enumerate(contexts)}
+        if self.monitor.enabled:
+            for c in contexts:   # Jedi's cold start runs while the prompt is prefilled
+                self.analyzer(c.repo).prewarm(c.before + c.after, c.path)
         for k in range(0, len(jobs), self.batch_rows):
             chunk = jobs[k: k + self.batch_rows]
             specs = [RowSpec(prompts[ci], contexts[ci], self._guides(contexts[ci]), sampling.seed + j)

@@ -64,6 +64,25 @@ class JediAnalyzer:
             names[n] = c.type
         return frozenset(names), names
 
+    def prewarm(self, code: str, path: Path) -> None:
+        """Parse `path` and infer its imports in the background, so that the first trigger
+        does not pay Jedi's cold start (0.3-2 s) inside its deadline."""
+        def warm():
+            jedi = _jedi()
+            try:
+                script = jedi.Script(code, path=str(path), project=self.project)
+                script.get_names(all_scopes=False)
+                lines = code.splitlines() or [""]
+                script.complete(len(lines), len(lines[-1]))
+            except Exception:
+                pass
+        key = ("prewarm", str(path))
+        with self._lock:
+            if key in self._cache:
+                return
+            self._cache[key] = Analysis("", frozenset())
+        self._pool.submit(warm)
+
     def members(self, code: str, path: Path, line: int, column: int, *, receiver: str,
                 cache_key: tuple) -> Analysis:
         with self._lock:
@@ -78,21 +97,31 @@ class JediAnalyzer:
             names, kinds = fut.result(timeout=self.deadline_s)
             failed = None if names else "empty"
         except cf.TimeoutError:
+            # Fail open now; the call goes on and its answer is cached for the next trigger
+            # with the same key. A hung Jedi makes later calls time out too (counted).
             self.timeouts += 1
-            fut.cancel()
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="jedi")
+            fut.add_done_callback(lambda f, k=cache_key, r=receiver: self._store_late(f, k, r))
             return Analysis(receiver, frozenset(), (time.perf_counter() - t0) * 1e3, False, "timeout")
         except Exception as exc:  # a Jedi crash must never kill generation: fail open
             self.errors += 1
             names, kinds, failed = frozenset(), {}, f"error: {type(exc).__name__}: {exc}"[:200]
         result = Analysis(receiver, names, (time.perf_counter() - t0) * 1e3, False, failed, kinds)
         if failed is None or failed == "empty":
-            with self._lock:
-                self._cache[cache_key] = result
-                if len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+            self._store(cache_key, result)
         return result
+
+    def _store(self, key: tuple, result: Analysis) -> None:
+        with self._lock:
+            self._cache[key] = result
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def _store_late(self, fut: cf.Future, key: tuple, receiver: str) -> None:
+        try:
+            names, kinds = fut.result()
+        except Exception:
+            return
+        self._store(key, Analysis(receiver, names, 0.0, False, None if names else "empty", kinds))
 
 
 def _inside(path: str | None, root: Path) -> bool:
