@@ -12,31 +12,37 @@ class BodyEnd(Guide):
         self.max_indent = max_indent        # stop at a line whose indentation is <= this
 
     def reset(self, row: RowView) -> None:
-        self._checked_line = -1
         self._lexer = Lexer(getattr(row.context, "lex_prefix", ""))
+        self._seen = 0                 # text examined so far
+        self._has_content = False      # the current line already has a non-blank character
 
     def rewind(self, row: RowView, length: int) -> None:
-        self._checked_line = -1
+        self._seen = 0
+        self._has_content = False
         self._lexer.rewind(len(getattr(row.context, "lex_prefix", "")) + len(row.text))
 
     def stop(self, row: RowView) -> int | None:
         text = row.text
+        if self._has_content and text.find("\n", self._seen) < 0:
+            self._seen = len(text)     # fast path: same line, already judged
+            return None
+        self._seen = len(text)
         start = text.rfind("\n") + 1
         if start == 0 and not getattr(row.context, "starts_at_line", True):
-            return None                     # still on the cursor's own line
-        if start == self._checked_line:
+            self._has_content = True   # still on the cursor's own line
             return None
         line = text[start:]
         stripped = line.lstrip(" \t")
         if not stripped:
+            self._has_content = False
             return None
-        self._checked_line = start
+        self._has_content = True
         width = len(line[: len(line) - len(stripped)].expandtabs(8))
         if width > self.max_indent:
             return None
         # A dedented line inside a multi-line string is not the end of the block.
         prefix = getattr(row.context, "lex_prefix", "")
-        full = prefix + text[:start] + "x"
-        if not self._lexer.dot_is_code(full[:-1] + ".", len(full) - 1):
+        full = prefix + text[:start] + "."
+        if not self._lexer.dot_is_code(full, len(full) - 1):
             return None
         return start
