@@ -7,10 +7,13 @@ from the stdlib (seeded samples):
 - session: every step of a walk that types one seeded target name token by token (greedy longest
   allowed token), the suffix set narrowing after each token, as the dereference monitor does;
 - cold = the index's answer caches cleared before each call (only the tables built once per
-  tokenizer are used), warm = the same call repeated (LRU hit), py = the pure-Python dict path
-  (the first version's approach) on the same query, cold;
+  tokenizer are used; the default path: the numba-compiled trie walk), warm = the same call
+  repeated (LRU hit), np = the numpy fallback path (no numba), py = the pure-Python dict path (the
+  first version's approach), both on the same query, cold;
 - wall and thread-CPU time for cold steps (the machine is shared; CPU time is less disturbed);
-- index build time: cold (decode the vocabulary + build tables) and from the disk cache.
+- index build time: cold (decode the vocabulary + build tables) and from the disk cache, and the
+  time to import numba and load (or compile) the walk;
+- a calibration loop (CPU µs for `sum(range(10000))`), to compare runs on differently loaded machines.
 
     .venv/bin/python benchmarks/mask_time.py [--reps 300] [--out benchmarks/results/mask_time.json]
 
@@ -36,7 +39,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _tokenizers  # noqa: E402
 
-from groundcode.decoding.vocab import _IDENT_RUN, IDENT_CHARS, VocabIndex, decode_token_texts  # noqa: E402
+from groundcode.decoding.vocab import (_IDENT_RUN, IDENT_CHARS, VocabIndex,  # noqa: E402
+                                       decode_token_texts, jit_walk)
 
 SEED = 0
 SIZES = (10, 100, 1000)
@@ -96,7 +100,7 @@ def bench_sizes(index: VocabIndex, names: list[str], reps: int, sessions: int) -
     for n in SIZES:
         rng = random.Random(f"{SEED}-{n}")
         sets = [frozenset(rng.sample(names, n)) for _ in range(reps)]
-        cold, cpu, warm, py, sizes = [], [], [], [], []
+        cold, cpu, warm, npp, py, sizes = [], [], [], [], [], []
         gc.collect()
         for s in sets:
             ids, w, c = time_cold(index, s)
@@ -104,11 +108,13 @@ def bench_sizes(index: VocabIndex, names: list[str], reps: int, sessions: int) -
             cpu.append(c)
             sizes.append(len(ids))
             warm.append(time_call(index.allowed, s, ""))
+            npp.append(time_call(index._compute, s, "", "np"))
             py.append(time_call(index._compute, s, "", "py"))
         rows.append({"candidates": n, "kind": "first step", "cold_us": pct(cold), "cold_cpu_us": pct(cpu),
-                     "warm_us": pct(warm), "py_cold_us": pct(py), "allowed_ids_p50": int(np.median(sizes))})
+                     "warm_us": pct(warm), "np_cold_us": pct(npp), "py_cold_us": pct(py),
+                     "allowed_ids_p50": int(np.median(sizes))})
         # sessions: type one target per set, token by token, narrowing the suffix set
-        cold, cpu, warm, py, sizes, steps = [], [], [], [], [], 0
+        cold, cpu, warm, npp, py, sizes, steps = [], [], [], [], [], [], 0
         for s in sets[:sessions]:
             cands = sorted(s)
             target = rng.choice(cands)
@@ -120,6 +126,7 @@ def bench_sizes(index: VocabIndex, names: list[str], reps: int, sessions: int) -
                 cpu.append(c)
                 sizes.append(len(ids))
                 warm.append(time_call(index.allowed, sufs, ""))
+                npp.append(time_call(index._compute, sufs, "", "np"))
                 py.append(time_call(index._compute, sufs, "", "py"))
                 steps += 1
                 rest = target[len(typed):]
@@ -129,9 +136,19 @@ def bench_sizes(index: VocabIndex, names: list[str], reps: int, sessions: int) -
                     break  # the name is complete, or this token ends it
                 typed += run
         rows.append({"candidates": n, "kind": "session step", "cold_us": pct(cold), "cold_cpu_us": pct(cpu),
-                     "warm_us": pct(warm), "py_cold_us": pct(py), "allowed_ids_p50": int(np.median(sizes)),
-                     "sessions": min(sessions, len(sets)), "steps": steps})
+                     "warm_us": pct(warm), "np_cold_us": pct(npp), "py_cold_us": pct(py),
+                     "allowed_ids_p50": int(np.median(sizes)), "sessions": min(sessions, len(sets)), "steps": steps})
     return rows
+
+
+def calibrate() -> float:
+    """CPU µs of a fixed pure-Python loop (best of 20): how fast this core is right now."""
+    best = float("inf")
+    for _ in range(20):
+        c0 = time.thread_time_ns()
+        sum(range(10000))
+        best = min(best, (time.thread_time_ns() - c0) / 1e3)
+    return round(best, 1)
 
 
 def build_times(tok) -> dict:
@@ -177,13 +194,19 @@ def main() -> None:
     from rich.table import Table
 
     info = machine()
+    info["calibration_cpu_us_start"] = calibrate()
     t_start = time.perf_counter()
+    jit_s = time.perf_counter()
+    jit = jit_walk() is not None
+    VocabIndex(["a", "ab", "("])._compute(frozenset(["ab"]), "")  # import numba, load/compile the walk
+    jit_s = round(time.perf_counter() - jit_s, 3)
     names = harvest_names()
     result = {"benchmark": "mask_time", "machine": info, "seed": SEED, "candidate_pool": len(names),
+              "jit": jit, "jit_load_s": jit_s,
               "reps": args.reps, "sessions": args.sessions, "vocabs": {}}
     table = Table(title="vocab index: mask time per constrained step (µs)")
     for col in ["vocab", "cands", "step", "ids p50", "cold p50", "cold p99", "cold CPU p50", "cold CPU p99",
-                "warm p50", "warm p99", "py p50", "py p99"]:
+                "warm p50", "warm p99", "np p50", "np p99", "py p50", "py p99"]:
         table.add_column(col, justify="right")
     for name in args.vocabs.split(","):
         tok = _tokenizers.load(name)
@@ -193,9 +216,10 @@ def main() -> None:
                                   "build": build, "rows": rows}
         for r in rows:
             table.add_row(f"{name} ({index.size})", str(r["candidates"]), r["kind"], str(r["allowed_ids_p50"]),
-                          *[str(r[k][q]) for k in ("cold_us", "cold_cpu_us", "warm_us", "py_cold_us")
+                          *[str(r[k][q]) for k in ("cold_us", "cold_cpu_us", "warm_us", "np_cold_us", "py_cold_us")
                             for q in ("p50", "p99")])
     info["loadavg_end"] = list(os.getloadavg())
+    info["calibration_cpu_us_end"] = calibrate()
     result["wall_s"] = round(time.perf_counter() - t_start, 1)
     big = result["vocabs"].get("bpe150k", {}).get("rows", [])
     target = next((r for r in big if r["candidates"] == 1000 and r["kind"] == "first step"), None)
@@ -210,7 +234,9 @@ def main() -> None:
     for name, v in result["vocabs"].items():
         console.print(f"{name}: build cold {v['build']['cold_s']} s (decode {v['build']['decode_s']} s, "
                       f"tables {v['build']['tables_s']} s), from disk cache {v['build']['disk_cache_s']} s")
-    console.print(f"load average start {info['loadavg_start']} end {info['loadavg_end']}; "
+    console.print(f"compiled walk: {jit} (numba import + load/compile {jit_s} s); load average start "
+                  f"{info['loadavg_start']} end {info['loadavg_end']}; calibration "
+                  f"{info['calibration_cpu_us_start']}/{info['calibration_cpu_us_end']} CPU µs; "
                   f"{info['cores']} cores; wall {result['wall_s']} s")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -117,7 +117,7 @@ NAMES = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(SAMPLE_CODE + 
 
 
 @pytest.mark.parametrize("name", ["bytelevel", "sentencepiece", "merged"])
-@pytest.mark.parametrize("path", ["py", "np", None])
+@pytest.mark.parametrize("path", ["py", "np", "jit", None])
 def test_allowed_matches_brute_force(indexes, name, path):
     index = indexes[name]
     rng = random.Random(f"{name}-{path}")

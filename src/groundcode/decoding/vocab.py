@@ -14,14 +14,18 @@ Handles byte-level BPE (GPT-2 `Ġ`) and SentencePiece (`▁`, `<0xNN>`) vocabula
 tokens have text "" and are never allowed.
 
 How a step is answered (and why it is fast): every token text t is split, per lead string (the
-`prefix`, usually ""), into its leading identifier run and the rest. Token ids are grouped by run
-into CSR arrays, and the runs are put in an open-addressing hash table of 64-bit string hashes.
-A query hashes every prefix of every suffix at once with numpy (a cumulative polynomial hash over
-the joined suffix bytes), looks them all up in the table in a few vectorised probes, and marks the
-hits in a boolean mask. Suffixes that are not plain ASCII identifiers (rare) and small queries
-(where numpy's per-call overhead dominates) take an exact pure-Python path over the same data.
-Results are kept in an LRU keyed by (frozenset(suffixes), prefix); masks for the logits' device are
-kept in a second LRU, so a repeated step copies nothing to the device.
+`prefix`, usually ""), into its leading identifier run and the rest; a token is an "ident" token
+(rest empty: allowed when its run is a prefix of a suffix) or an "end" token (rest starts with a
+non-identifier character: allowed when its run equals a suffix). The runs form a trie kept in flat
+arrays; a step joins the suffixes into one NUL-separated byte buffer and a numba-compiled walk
+follows each suffix down the trie, collecting ident tokens on the way and end tokens where the
+suffix ends (numba is a dependency, imported lazily here and nowhere else; GROUNDCODE_NO_JIT=1 or
+a missing numba falls back to a vectorised numpy path: 64-bit prefix hashes of all suffixes at
+once, looked up in an open-addressing table). Suffixes that are not plain ASCII identifiers (rare)
+take an exact pure-Python path. "" in suffixes adds a precomputed mask (tokens that start with a
+non-identifier character). Answers are kept in an LRU keyed by (frozenset(suffixes), prefix);
+`allowed_mask` keeps boolean masks already on the logits' device in a second LRU, so a repeated
+step copies nothing and never waits on the host.
 
 Not here: deciding *when* to constrain (guides/), applying masks to logits (masking.py).
 Tests: tests/test_vocab.py (exact sets against a brute-force reference). Speed:
@@ -34,6 +38,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Iterable
@@ -49,7 +54,7 @@ _FORMAT = 2  # bump when the cached file layout or the decoding rules change
 
 # Queries whose suffixes hold fewer characters than this take the pure-Python path: below it,
 # a dozen dict lookups beat the fixed cost of ~25 numpy calls (measured in benchmarks/mask_time.py).
-PY_PATH_MAX_CHARS = 160
+PY_PATH_MAX_CHARS = 300
 
 
 def _bytes_to_unicode() -> dict[int, str]:
@@ -155,36 +160,35 @@ def _powers(n: int) -> np.ndarray:
     return _POW
 
 
-def _prefix_hashes(strings: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Hashes of every non-empty prefix of each ASCII string without NUL, as one flat array, and
-    a flag per entry: is this prefix the whole string?
+def _prefix_hashes(joined: str) -> tuple[np.ndarray, np.ndarray]:
+    """Hashes of every non-empty prefix of each NUL-separated ASCII string in `joined`, as one
+    flat array, and a flag per entry: is this the hash of a whole string?
 
     The strings are joined with NUL separators into one byte buffer so that the work is a fixed
-    number of numpy calls, whatever the number of strings (no per-string Python loop)."""
-    buf = np.frombuffer(("\0".join(strings) + "\0").encode("ascii"), dtype=np.uint8)
+    number of numpy calls, whatever the number of strings (no per-string Python loop). A NUL adds
+    nothing to the hash, so the entry at each separator is the whole preceding string's hash (the
+    flag marks those; the empty string hashes to 0, which no run has in practice)."""
+    buf = np.frombuffer((joined + "\0").encode("ascii"), dtype=np.uint8)
     n = len(buf)
     sep = buf == 0
     ends = np.flatnonzero(sep)
-    start = np.zeros(n, dtype=np.int64)  # where each position's string starts
-    start[ends[:-1] + 1] = ends[:-1] + 1
-    np.maximum.accumulate(start, out=start)
+    heads = np.empty(len(ends), dtype=np.int64)  # where each string starts
+    heads[0] = 0
+    heads[1:] = ends[:-1] + 1
+    start = np.repeat(heads, ends - heads + 1)
     g = np.empty(n + 1, dtype=np.uint64)
     g[0] = 0
     with np.errstate(over="ignore"):
         np.cumsum(buf * _powers(n + 1)[np.arange(n) - start], out=g[1:])
         h = g[1:] - g[start]
-    keep = ~sep
-    full = np.empty(n, dtype=bool)
-    full[:-1] = sep[1:]
-    full[-1] = False
-    return h[keep], full[keep]
+    return h, sep
 
 
 def _hash_strings(strings: list[str]) -> np.ndarray:
     """One hash per (non-empty ASCII) string, equal to its full-length prefix hash."""
     if not strings:
         return np.zeros(0, dtype=np.uint64)
-    h, full = _prefix_hashes(strings)
+    h, full = _prefix_hashes("\0".join(strings))
     return h[full]
 
 
@@ -246,6 +250,122 @@ class _Table:
         return out
 
 
+# -- the compiled walk (numba, optional) -------------------------------------------------------
+# numba is imported here and nowhere else, lazily: without it the numpy path answers (same sets).
+def _walk(buf, root, child_off, child_chr, child_node, ident_off, ident_ids, ends_off, ends_ids,
+          seen, out):
+    """Walk the trie of identifier runs along each NUL-terminated suffix in `buf`; collect the
+    ident tokens of every node passed and the end tokens of the node where a suffix ends.
+    Returns the sorted unique ids; `seen` is scratch, all False before and after."""
+    n = 0
+    node = 0
+    alive = True
+    for i in range(buf.shape[0]):
+        c = buf[i]
+        if c == 0:
+            if alive and node != 0:
+                for j in range(ends_off[node], ends_off[node + 1]):
+                    t = ends_ids[j]
+                    if not seen[t]:
+                        seen[t] = True
+                        out[n] = t
+                        n += 1
+            node = 0
+            alive = True
+            continue
+        if not alive:
+            continue
+        if node == 0:
+            nxt = root[c]
+        else:
+            nxt = -1
+            for j in range(child_off[node], child_off[node + 1]):
+                if child_chr[j] >= c:
+                    if child_chr[j] == c:
+                        nxt = child_node[j]
+                    break
+        if nxt < 0:
+            alive = False
+            continue
+        node = nxt
+        for j in range(ident_off[node], ident_off[node + 1]):
+            t = ident_ids[j]
+            if not seen[t]:
+                seen[t] = True
+                out[n] = t
+                n += 1
+    res = np.sort(out[:n])
+    for j in range(n):
+        seen[res[j]] = False
+    return res
+
+
+_JIT: dict = {}
+
+
+def jit_walk():
+    """The compiled `_walk`, or None where numba is not installed (GROUNDCODE_NO_JIT=1 also off)."""
+    if "walk" not in _JIT:
+        fn = None
+        if os.environ.get("GROUNDCODE_NO_JIT", "") in ("", "0"):
+            try:
+                import numba
+            except ImportError:
+                numba = None
+            if numba is not None:
+                fn = numba.njit(cache=True, nogil=True)(_walk)
+        _JIT["walk"] = fn
+    return _JIT["walk"]
+
+
+class _Trie:
+    """Identifier runs of one lead as a trie in flat arrays (children sorted by byte, CSR), with
+    the ident and end tokens of each node, for the compiled walk."""
+
+    def __init__(self, ident: dict[str, list[int]], ends: dict[str, list[int]], size: int):
+        runs = sorted((set(ident) | set(ends)) - {""})
+        node_of = {"": 0}
+        parent, char = [-1], [0]
+        for r in runs:  # sorted: most prefixes exist already; add the missing tail
+            k = len(r)
+            while r[:k] not in node_of:
+                k -= 1
+            for m in range(k + 1, len(r) + 1):
+                node_of[r[:m]] = len(parent)
+                parent.append(node_of[r[:m - 1]])
+                char.append(ord(r[m - 1]))
+        nn = len(parent)
+        par = np.asarray(parent[1:], dtype=np.int64)
+        ch = np.asarray(char[1:], dtype=np.int64)
+        order = np.lexsort((ch, par))
+        self.child_node = (np.arange(1, nn, dtype=np.int64)[order]).astype(np.int32)
+        self.child_chr = ch[order].astype(np.uint8)
+        self.child_off = np.searchsorted(par[order], np.arange(nn + 1)).astype(np.int64)
+        self.root = np.full(256, -1, dtype=np.int32)
+        top = par == 0
+        self.root[ch[top]] = np.arange(1, nn, dtype=np.int32)[top]
+        self.ident_off, self.ident_ids = self._csr(ident, node_of, nn)
+        self.ends_off, self.ends_ids = self._csr(ends, node_of, nn)
+        self.seen = np.zeros(size, dtype=np.bool_)
+        self.out = np.empty(size, dtype=np.int64)
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def _csr(groups: dict[str, list[int]], node_of: dict[str, int], nn: int):
+        cnt = np.zeros(nn + 1, dtype=np.int64)
+        rows = sorted((node_of[r], ids) for r, ids in groups.items() if r)
+        for node, ids in rows:
+            cnt[node + 1] = len(ids)
+        off = np.cumsum(cnt)
+        flat = np.fromiter((i for _, ids in rows for i in ids), dtype=np.int64, count=int(off[-1]))
+        return off, flat
+
+    def walk(self, fn, buf: np.ndarray) -> np.ndarray:
+        with self.lock:  # `seen`/`out` are per-trie scratch
+            return fn(buf, self.root, self.child_off, self.child_chr, self.child_node,
+                      self.ident_off, self.ident_ids, self.ends_off, self.ends_ids, self.seen, self.out)
+
+
 class _Lead:
     """Tokens that start with a fixed lead string, keyed by what follows the lead.
 
@@ -270,9 +390,21 @@ class _Lead:
         self.sorted_rests = sorted(self.by_rest)
         self.empty_mask = np.zeros(size, dtype=bool)
         self.empty_mask[self.ends.get("", [])] = True
-        # the hash table over non-empty runs; its values index the per-run arrays below
+        self._ident = ident
+        self._trie: _Trie | None = None  # compiled path; built on first use (see prepare)
+        self._table: _Table | None = None  # numpy path; likewise
+
+    def prepare(self, jit: bool) -> None:
+        """Build the tables of the path that will answer (the other is built if ever asked)."""
+        if jit and self._trie is None:
+            self._trie = _Trie(self._ident, self.ends, self.size)
+        if not jit and self._table is None:
+            self._build_table()
+
+    def _build_table(self) -> None:
+        # the hash table over non-empty runs; its values index the per-run arrays
+        ident = self._ident
         self.runs = sorted((set(ident) | set(self.ends)) - {""})
-        self._table = _Table(_hash_strings(self.runs))
         self.ident_one = np.array([ident[r][0] if r in ident else -1 for r in self.runs], dtype=np.int64)
         multi = [i for i, r in enumerate(self.runs) if len(ident.get(r, ())) > 1]
         self.multi = np.zeros(len(self.runs), dtype=bool)
@@ -280,6 +412,7 @@ class _Lead:
         self.ident_rest = {i: ident[self.runs[i]][1:] for i in multi}
         self.has_ends = np.array([r in self.ends for r in self.runs], dtype=bool)
         self.ends_arr = [np.asarray(self.ends.get(r, ()), dtype=np.int64) for r in self.runs]
+        self._table = _Table(_hash_strings(self.runs))
 
     # exact for any suffix; used for small queries and for suffixes that are not ASCII identifiers
     def py_one(self, s: str, parts: list) -> None:
@@ -300,9 +433,15 @@ class _Lead:
                 if len(r) > n and r[n] not in IDENT_CHARS:
                     parts.extend(by_rest[r])
 
-    def np_ids(self, suffixes: Iterable[str]) -> list[np.ndarray]:
-        """Ids (with repeats) allowed for ASCII identifier `suffixes` ("" contributes nothing)."""
-        h, full = _prefix_hashes(suffixes)
+    def jit_ids(self, fn, joined: str) -> np.ndarray:
+        """Sorted unique ids allowed for the NUL-joined ASCII identifier suffixes (compiled walk)."""
+        self.prepare(jit=True)
+        return self._trie.walk(fn, np.frombuffer((joined + "\0").encode("ascii"), dtype=np.uint8))
+
+    def np_ids(self, joined: str) -> list[np.ndarray]:
+        """Ids (with repeats) allowed for the NUL-joined ASCII identifier suffixes (numpy path)."""
+        self.prepare(jit=False)
+        h, full = _prefix_hashes(joined)
         found = self._table.find(h)
         hit = found >= 0
         runs = found[hit]
@@ -332,6 +471,7 @@ class VocabIndex:
         self.max_text = max(map(len, self.by_text), default=0)
         self._sorted_texts = sorted(self.by_text)
         self._root = _Lead([(t, i) for i, t in enumerate(texts) if t], self.size)
+        self._root.prepare(jit=jit_walk() is not None)
         self._leads: dict[str, _Lead] = {}
         self._cache: OrderedDict = OrderedDict()
         self._mask_cache: OrderedDict = OrderedDict()
@@ -424,41 +564,51 @@ class VocabIndex:
         self._mask_cache.clear()
 
     def _compute(self, suffixes: frozenset, prefix: str, path: str | None = None) -> np.ndarray:
-        """`path` forces "py" or "np" (tests compare both with the reference); None picks."""
+        """`path` forces "py", "np" or "jit" (tests compare each with the reference); None picks:
+        py for small queries, else the compiled walk where numba is installed, else numpy."""
         parts: list[int] = []
         for k in range(1, min(len(prefix), self.max_text) + 1):  # tokens ending inside prefix
             ids = self.by_text.get(prefix[:k])
             if ids:
                 parts.extend(ids)
         sub = self._lead(prefix)
-        if path is None:
-            path = "py" if sum(map(len, suffixes)) < self.py_path_max_chars else "np"
+        if path is None and (jit_walk() is None and sum(map(len, suffixes)) < self.py_path_max_chars):
+            path = "py"
         if path == "py":
             for s in suffixes:
                 sub.py_one(s, parts)
-            return np.unique(np.asarray(parts, dtype=np.int64)) if parts else _EMPTY
+            # sorted(set()) beats np.unique at these sizes (numpy 2.x's unique hashes: slow here)
+            return np.array(sorted(set(parts)), dtype=np.int64) if parts else _EMPTY
         joined = "\0".join(suffixes)
-        if joined.isascii() and _IDENT_NUL.match(joined):
-            fast = suffixes
-        else:  # rare: names with non-ASCII or non-identifier characters go the exact slow way
+        if not (joined.isascii() and _IDENT_NUL.match(joined)):
+            # rare: names with non-ASCII or non-identifier characters go the exact slow way
             fast = [s for s in suffixes if s.isascii() and _IDENT_ALL.match(s)]
             for s in suffixes:
                 if not (s.isascii() and _IDENT_ALL.match(s)):
                     sub.py_one(s, parts)
+            joined = "\0".join(fast)
+        fn = jit_walk() if path in (None, "jit") else None
+        if path == "jit" and fn is None:
+            raise RuntimeError("the compiled path needs numba")
+        if fn is not None:
+            chunks = [sub.jit_ids(fn, joined)]
+        else:
+            chunks = sub.np_ids(joined)
         if "" in suffixes:  # a large, precomputed set: union through a boolean mask
             mask = sub.empty_mask.copy()
             if parts:
                 mask[parts] = True
-            for ids in sub.np_ids(fast):
+            for ids in chunks:
                 mask[ids] = True
             return np.flatnonzero(mask).astype(np.int64, copy=False)
-        chunks = sub.np_ids(fast) if fast else []
         if parts:
             chunks.append(np.asarray(parts, dtype=np.int64))
-        ids = np.concatenate(chunks) if chunks else _EMPTY
+        if fn is not None and len(chunks) == 1:
+            return chunks[0]  # already sorted and unique
+        ids = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
         if len(ids) < 2:
             return ids.astype(np.int64, copy=False)
-        ids.sort()
+        ids = np.sort(ids)
         keep = np.empty(len(ids), dtype=bool)
         keep[0] = True
         np.not_equal(ids[1:], ids[:-1], out=keep[1:])
