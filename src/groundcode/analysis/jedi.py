@@ -42,6 +42,7 @@ class JediAnalyzer:
         # One worker: Jedi is not thread-safe. A hung call blocks later calls, which then time
         # out and fail open too; a fresh pool replaces a hung one.
         self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="jedi")
+        self._inflight: dict[tuple, cf.Future] = {}   # key -> running call (prefetch or late)
         self.calls = 0
         self.timeouts = 0
         self.errors = 0
@@ -83,6 +84,28 @@ class JediAnalyzer:
             self._cache[key] = Analysis("", frozenset())
         self._pool.submit(warm)
 
+    def _submit(self, code: str, path: Path, line: int, column: int, key: tuple,
+                receiver: str) -> cf.Future:
+        """Start (or join) the call for `key`; its answer is cached whenever it lands."""
+        with self._lock:
+            fut = self._inflight.get(key)
+            if fut is not None:
+                return fut
+            self.calls += 1
+            fut = self._pool.submit(self._complete, code, Path(path), line, column)
+            self._inflight[key] = fut
+        fut.add_done_callback(lambda f, k=key, r=receiver: self._landed(f, k, r))
+        return fut
+
+    def prefetch(self, code: str, path: Path, line: int, column: int, *, receiver: str,
+                 cache_key: tuple) -> None:
+        """Ask in the background; a later `members` with the same key finds the answer cached
+        (or joins the running call)."""
+        with self._lock:
+            if cache_key in self._cache:
+                return
+        self._submit(code, path, line, column, cache_key, receiver)
+
     def members(self, code: str, path: Path, line: int, column: int, *, receiver: str,
                 cache_key: tuple) -> Analysis:
         with self._lock:
@@ -90,9 +113,8 @@ class JediAnalyzer:
             if hit is not None:
                 self._cache.move_to_end(cache_key)
                 return Analysis(receiver, hit.names, 0.0, True, hit.failed, hit.kinds)
-        self.calls += 1
         t0 = time.perf_counter()
-        fut = self._pool.submit(self._complete, code, Path(path), line, column)
+        fut = self._submit(code, path, line, column, cache_key, receiver)
         try:
             names, kinds = fut.result(timeout=self.deadline_s)
             failed = None if names else "empty"
@@ -100,15 +122,11 @@ class JediAnalyzer:
             # Fail open now; the call goes on and its answer is cached for the next trigger
             # with the same key. A hung Jedi makes later calls time out too (counted).
             self.timeouts += 1
-            fut.add_done_callback(lambda f, k=cache_key, r=receiver: self._store_late(f, k, r))
             return Analysis(receiver, frozenset(), (time.perf_counter() - t0) * 1e3, False, "timeout")
         except Exception as exc:  # a Jedi crash must never kill generation: fail open
             self.errors += 1
             names, kinds, failed = frozenset(), {}, f"error: {type(exc).__name__}: {exc}"[:200]
-        result = Analysis(receiver, names, (time.perf_counter() - t0) * 1e3, False, failed, kinds)
-        if failed is None or failed == "empty":
-            self._store(cache_key, result)
-        return result
+        return Analysis(receiver, names, (time.perf_counter() - t0) * 1e3, False, failed, kinds)
 
     def _store(self, key: tuple, result: Analysis) -> None:
         with self._lock:
@@ -116,7 +134,9 @@ class JediAnalyzer:
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
 
-    def _store_late(self, fut: cf.Future, key: tuple, receiver: str) -> None:
+    def _landed(self, fut: cf.Future, key: tuple, receiver: str) -> None:
+        with self._lock:
+            self._inflight.pop(key, None)
         try:
             names, kinds = fut.result()
         except Exception:

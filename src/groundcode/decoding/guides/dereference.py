@@ -45,11 +45,13 @@ class DereferenceMonitor(Guide):
     # -- lifecycle ----------------------------------------------------------------------------
     def reset(self, row: RowView) -> None:
         ctx = row.context
+        self.ctx = ctx
         self.prefix = getattr(ctx, "lex_prefix", "")
         self.lexer = Lexer(self.prefix)
         self.version = getattr(ctx, "version", "")
         self.state = WAIT
         self._clear()
+        self._prefetch_self()
         # The cursor may sit right after a dot (`obj.|`): trigger before the first token.
         p = self.prefix
         if p.endswith(".") and self.lexer.dot_is_code(p, len(p) - 1):
@@ -72,22 +74,51 @@ class DereferenceMonitor(Guide):
         self.lexer.rewind(len(self.prefix) + len(row.text))
 
     # -- analysis -----------------------------------------------------------------------------
-    def _analyze(self, row: RowView, upto_dot: str) -> TriggerRecord | None:
-        """Ask for the members after the dot that ends `upto_dot` (generated text)."""
-        ctx = row.context
-        full = self.prefix + upto_dot
-        receiver = receiver_before(full, len(full) - 1)
-        root = ident_run(receiver) or receiver[-40:]
+    def _key(self, receiver: str, generated: str, full: str) -> tuple:
+        """Cache key: (file version, scope, receiver, generated lines that rebind its root).
+        `self`/`cls` are shared by the methods of a class; a root never bound in this function
+        (an import, a module global, a builtin) is shared by the whole file."""
+        ctx = self.ctx
+        root = ident_run(receiver)
+        scope = getattr(ctx, "scope", "")
         rebinds = ""
-        if root and root != "self":
+        if root in ("self", "cls"):
+            scope = scope.rpartition(".")[0] or scope
+        elif root:
             pat = re.compile(rf"\b(for|as)\s+{re.escape(root)}\b|\b{re.escape(root)}\s*(:[^=\n]*)?=(?!=)")
-            rebinds = "\n".join(ln for ln in upto_dot.splitlines() if pat.search(ln))
-        key = (self.version, getattr(ctx, "scope", ""), receiver or full[-40:],
-               hashlib.blake2s(rebinds.encode(), digest_size=8).hexdigest() if rebinds else "")
+            rebinds = "\n".join(ln for ln in generated.splitlines() if pat.search(ln))
+            if not rebinds and not re.search(rf"\b{re.escape(root)}\b", self.prefix):
+                scope = "<module>"
+        return (self.version, scope, receiver or full[-40:],
+                hashlib.blake2s(rebinds.encode(), digest_size=8).hexdigest() if rebinds else "")
+
+    def _where(self, upto_dot: str) -> tuple[str, int, int]:
+        """The analyzer's view: the real file with the partial code at the cursor."""
+        ctx = self.ctx
         code_before = ctx.before + upto_dot
         line = code_before.count("\n") + 1
         col = len(code_before) - (code_before.rfind("\n") + 1)
-        code = code_before + "\n" + ctx.after
+        return code_before + "\n" + ctx.after, line, col
+
+    def _prefetch_self(self) -> None:
+        """A method's body will say `self.` soon: ask for its members in the background."""
+        ctx = self.ctx
+        m = re.search(r"^([ \t]*)(async\s+)?def\s+\w+\s*\(\s*(self|cls)\b", self.prefix, re.M)
+        prefetch = getattr(self.analyzer, "prefetch", None)
+        if not m or prefetch is None or not getattr(ctx, "starts_at_line", False):
+            return
+        upto = m.group(1) + "    " + m.group(3) + "."
+        code, line, col = self._where(upto)
+        prefetch(code, ctx.path, line, col, receiver=m.group(3),
+                 cache_key=self._key(m.group(3), "", upto))
+
+    def _analyze(self, row: RowView, upto_dot: str) -> TriggerRecord | None:
+        """Ask for the members after the dot that ends `upto_dot` (generated text)."""
+        ctx = self.ctx
+        full = self.prefix + upto_dot
+        receiver = receiver_before(full, len(full) - 1)
+        key = self._key(receiver, upto_dot, full)
+        code, line, col = self._where(upto_dot)
         a = self.analyzer.members(code, ctx.path, line, col, receiver=receiver, cache_key=key)
         rec = TriggerRecord(receiver=receiver, candidates=len(a.names), analysis_ms=round(a.ms, 3),
                             cache_hit=a.cache_hit, failed_open=not a.names,
