@@ -65,6 +65,18 @@ def metric_table(summary: dict, kind: str, baseline: str, k_index: int = 0) -> t
     return header, rows
 
 
+def config_table(summary: dict) -> tuple[list[str], list[list[str]]]:
+    header = ["config", "model", "monitor", "schedule", "top_p", "max_new_tokens", "lint s/sample"]
+    rows = []
+    for c, d in summary.items():
+        r = d.get("run") or {}
+        model = "reference (oracle)" if r.get("oracle") else (r.get("model") or "default (shipped)")
+        rows.append([c, str(model), "" if r.get("oracle") else str(r.get("monitor", "")), str(r.get("schedule", "")),
+                     str(r.get("top_p", "")), str(r.get("max_new_tokens", "")),
+                     str((d.get("scoring") or {}).get("lint_s_per_sample", ""))])
+    return header, rows
+
+
 def repo_table(summary: dict, kind: str) -> tuple[list[str], list[list[str]]]:
     keys = KEY_METRICS[kind]
     configs = [c for c in summary if kind in summary[c]["kinds"]]
@@ -169,6 +181,9 @@ def write_report(summary: dict, out_dir: Path, *, results: list[dict] | None = N
     hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(notes)}</p>",
           f"<p>Baseline for the deltas: <code>{html.escape(baseline)}</code>. Values are score@1.</p>"]
     files = {"markdown": str(out_dir / "report.md"), "html": str(out_dir / "report.html")}
+    header, rows = config_table(summary)
+    md += ["## Configurations", "", _md_table(header, rows), ""]
+    hb += ["<h2>Configurations</h2>", _html_table(header, rows)]
     for kind in kinds:
         header, rows = metric_table(summary, kind, baseline, 0)
         md += [f"## {kind} tasks: score@1", "", _md_table(header, rows), ""]

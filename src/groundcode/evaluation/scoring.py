@@ -1,7 +1,8 @@
 """Score samples against their tasks: per-sample metrics to results JSONL, aggregates to a summary JSON.
 
 Per sample: the completion is cut where its function ends, spliced into the file text (in memory)
-and scored. Both kinds: BLEU-4, EditSim, exact match, NIM, ISM, PM, identifier precision/recall,
+and scored. An empty completion (nothing before the function ends) is a failure for success rate
+without linting: a body of only a docstring is valid Python but not a generated function. Both kinds: BLEU-4, EditSim, exact match, NIM, ISM, PM, identifier precision/recall,
 success rate (lint.py). Function tasks also: CodeBLEU and dependency coverage (the reference's
 repository dependencies that the spliced body also uses, by the same analyzer the builder used).
 Summary, per configuration and task kind: every metric's score@k for k = 1..n (score@1 = the mean
@@ -45,11 +46,8 @@ def trim_completion(task: dict, completion: str) -> str:
 
 
 def splice(task: dict, text: str, body: str) -> tuple[str, int, int]:
-    """(new file text, first line, last line of the function in it). An empty body becomes `pass`
-    at the body's indentation so that only the generated code, not the splice, can break the file."""
+    """(new file text, first line, last line of the function in it)."""
     before, after = split_at_task(task, text)
-    if not body.strip() and task["col"] == 0:
-        body = " " * (task["indent"] + 4) + "pass\n"
     new = before + body
     if not new.endswith("\n"):
         new += "\n"
@@ -85,8 +83,9 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
         row["metrics"]["ident_recall"] = [r for _, r in pr]
         spliced = [splice(task, texts[key], b) for b in bodies]
         for j, (new, first, last) in enumerate(spliced):
-            jobs.append(LintJob(Path(task["repo_dir"]), task["path"], new, first, last))
-            where.append((len(rows), j))
+            if bodies[j].strip():   # an empty completion fails without asking pylint (see summary)
+                jobs.append(LintJob(Path(task["repo_dir"]), task["path"], new, first, last))
+                where.append((len(rows), j))
         if task["kind"] == "function":
             if codebleu:
                 from .codebleu_adapter import codebleu as cb
@@ -111,7 +110,7 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
     t_lint = time.perf_counter() - t0
     for row in rows:
         row["metrics"]["success"] = [0.0] * len(row["completions"])
-        row["lint"] = [[] for _ in row["completions"]]
+        row["lint"] = [[] if b.strip() else ["empty completion"] for b in row["completions"]]
     for (ri, j), res in zip(where, lint_results):
         rows[ri]["metrics"]["success"][j] = float(res.success)
         rows[ri]["lint"][j] = res.messages + (["pylint crashed"] if res.crashed else [])
@@ -130,6 +129,7 @@ def summarize(results: list[dict]) -> dict:
         k = c["kinds"].setdefault(r["kind"], {"tasks": 0, "samples": 0, "_scores": {}})
         k["tasks"] += 1
         k["samples"] += len(r["completions"])
+        k["empty_completions"] = k.get("empty_completions", 0) + sum(not c.strip() for c in r["completions"])
         for name, vals in r["metrics"].items():
             k["_scores"].setdefault(name, []).append(vals)
         rep = c["repos"].setdefault(r["repo"], {}).setdefault(r["kind"], {"tasks": 0, "_m": {}})
