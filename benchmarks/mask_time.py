@@ -4,6 +4,9 @@ Measures, for byte-level BPE vocabularies of 32k and ~150k tokens (trained local
 benchmarks/_tokenizers.py) and candidate sets of 10/100/1000 identifier names harvested with `ast`
 from the stdlib (seeded samples):
 - first step: `allowed(names)` right after `expr.` — the whole candidate set;
+- first step after a merged-dot token: a third of the same sets with prefix "." (the sampled
+  token glued the dot to a name, e.g. `.append`, which cl100k-style vocabularies have; the
+  monitor then constrains dot-led tokens);
 - session: every step of a walk that types one seeded target name token by token (greedy longest
   allowed token), the suffix set narrowing after each token, as the dereference monitor does;
 - cold = the index's answer caches cleared before each call (only the tables built once per
@@ -95,24 +98,30 @@ def next_token(index: VocabIndex, ids, rest: str) -> str:
     return best
 
 
+def first_steps(index: VocabIndex, sets: list[frozenset], prefix: str, n: int, kind: str) -> dict:
+    cold, cpu, warm, npp, py, sizes = [], [], [], [], [], []
+    gc.collect()
+    for s in sets:
+        ids, w, c = time_cold(index, s, prefix)
+        cold.append(w)
+        cpu.append(c)
+        sizes.append(len(ids))
+        warm.append(time_call(index.allowed, s, prefix))
+        npp.append(time_call(index._compute, s, prefix, "np"))
+        py.append(time_call(index._compute, s, prefix, "py"))
+    return {"candidates": n, "kind": kind, "prefix": prefix, "cold_us": pct(cold), "cold_cpu_us": pct(cpu),
+            "warm_us": pct(warm), "np_cold_us": pct(npp), "py_cold_us": pct(py),
+            "allowed_ids_p50": int(np.median(sizes))}
+
+
 def bench_sizes(index: VocabIndex, names: list[str], reps: int, sessions: int) -> list[dict]:
     rows = []
     for n in SIZES:
         rng = random.Random(f"{SEED}-{n}")
         sets = [frozenset(rng.sample(names, n)) for _ in range(reps)]
-        cold, cpu, warm, npp, py, sizes = [], [], [], [], [], []
-        gc.collect()
-        for s in sets:
-            ids, w, c = time_cold(index, s)
-            cold.append(w)
-            cpu.append(c)
-            sizes.append(len(ids))
-            warm.append(time_call(index.allowed, s, ""))
-            npp.append(time_call(index._compute, s, "", "np"))
-            py.append(time_call(index._compute, s, "", "py"))
-        rows.append({"candidates": n, "kind": "first step", "cold_us": pct(cold), "cold_cpu_us": pct(cpu),
-                     "warm_us": pct(warm), "np_cold_us": pct(npp), "py_cold_us": pct(py),
-                     "allowed_ids_p50": int(np.median(sizes))})
+        rows.append(first_steps(index, sets, "", n, "first step"))
+        # the sampled token merged the dot with the name (`.append`, cl100k-style vocabularies): lead "."
+        rows.append(first_steps(index, sets[: max(1, reps // 3)], ".", n, "first step, prefix '.'"))
         # sessions: type one target per set, token by token, narrowing the suffix set
         cold, cpu, warm, npp, py, sizes, steps = [], [], [], [], [], [], 0
         for s in sets[:sessions]:

@@ -252,55 +252,100 @@ class _Table:
 
 # -- the compiled walk (numba, optional) -------------------------------------------------------
 # numba is imported here and nowhere else, lazily: without it the numpy path answers (same sets).
-def _walk(buf, root, child_off, child_chr, child_node, ident_off, ident_ids, ends_off, ends_ids,
-          seen, out):
+# Layout, for few cache misses per step: one int32 row per node (first child, end of children,
+# first ident token, end of ident tokens) and one int32 row per child (byte, node); nodes are
+# numbered in depth-first order of the sorted runs, so a walk down a path stays in nearby rows.
+def _walk(buf, ident_ok, root, nodes, children, ident_ids, ends_off, ends_ids, seen, out):
     """Walk the trie of identifier runs along each NUL-terminated suffix in `buf`; collect the
     ident tokens of every node passed and the end tokens of the node where a suffix ends.
-    Returns the sorted unique ids; `seen` is scratch, all False before and after."""
-    n = 0
-    node = 0
-    alive = True
+    Suffixes are visited in order of their first 8 bytes, and each walk resumes below the part
+    it shares with the previous one (no repeated walks of common prefixes, trie rows touched in
+    depth-first order). Returns (sorted unique ids, ok); ok is False if `buf` holds a byte that
+    is not an identifier character. `seen` is all False before and after."""
+    m = 0
     for i in range(buf.shape[0]):
-        c = buf[i]
-        if c == 0:
-            if alive and node != 0:
-                for j in range(ends_off[node], ends_off[node + 1]):
-                    t = ends_ids[j]
-                    if not seen[t]:
-                        seen[t] = True
-                        out[n] = t
-                        n += 1
-            node = 0
-            alive = True
+        if buf[i] == 0:
+            m += 1
+        elif not ident_ok[buf[i]]:
+            return out[:0].copy(), False
+    starts = np.empty(m, dtype=np.int64)
+    lens = np.empty(m, dtype=np.int64)
+    keys = np.zeros(m, dtype=np.uint64)
+    k = 0
+    s = 0
+    longest = 0
+    for i in range(buf.shape[0]):
+        if buf[i] == 0:
+            starts[k] = s
+            lens[k] = i - s
+            longest = max(longest, i - s)
+            key = np.uint64(0)
+            for j in range(8):
+                key = key << np.uint64(8)
+                if j < i - s:
+                    key = key | np.uint64(buf[s + j])
+            keys[k] = key
+            k += 1
+            s = i + 1
+    order = np.argsort(keys)
+    stack = np.zeros(longest + 1, dtype=np.int64)  # stack[d]: node after d characters
+    n = 0
+    prev_st = 0
+    prev_depth = 0
+    for q in range(m):
+        idx = order[q]
+        st = starts[idx]
+        ln = lens[idx]
+        if ln == 0:
             continue
-        if not alive:
-            continue
-        if node == 0:
-            nxt = root[c]
-        else:
-            nxt = -1
-            for j in range(child_off[node], child_off[node + 1]):
-                if child_chr[j] >= c:
-                    if child_chr[j] == c:
-                        nxt = child_node[j]
-                    break
-        if nxt < 0:
-            alive = False
-            continue
-        node = nxt
-        for j in range(ident_off[node], ident_off[node + 1]):
-            t = ident_ids[j]
-            if not seen[t]:
-                seen[t] = True
-                out[n] = t
-                n += 1
+        d = 0
+        lim = min(ln, prev_depth)
+        while d < lim and buf[st + d] == buf[prev_st + d]:
+            d += 1
+        node = stack[d]
+        alive = True
+        while d < ln:
+            c = buf[st + d]
+            if node == 0:
+                nxt = root[c]
+            else:
+                nxt = -1
+                for j in range(nodes[node, 0], nodes[node, 1]):
+                    cc = children[j, 0]
+                    if cc >= c:
+                        if cc == c:
+                            nxt = children[j, 1]
+                        break
+            if nxt < 0:
+                alive = False
+                break
+            node = nxt
+            d += 1
+            stack[d] = node
+            for j in range(nodes[node, 2], nodes[node, 3]):
+                t = ident_ids[j]
+                if not seen[t]:
+                    seen[t] = True
+                    out[n] = t
+                    n += 1
+        if alive:
+            for j in range(ends_off[node], ends_off[node + 1]):
+                t = ends_ids[j]
+                if not seen[t]:
+                    seen[t] = True
+                    out[n] = t
+                    n += 1
+        prev_st = st
+        prev_depth = d
     res = np.sort(out[:n])
     for j in range(n):
         seen[res[j]] = False
-    return res
+    return res, True
 
 
 _JIT: dict = {}
+_IDENT_OK = np.zeros(256, dtype=np.bool_)
+_IDENT_OK[[ord(c) for c in IDENT_CHARS]] = True
 
 
 def jit_walk():
@@ -319,8 +364,8 @@ def jit_walk():
 
 
 class _Trie:
-    """Identifier runs of one lead as a trie in flat arrays (children sorted by byte, CSR), with
-    the ident and end tokens of each node, for the compiled walk."""
+    """Identifier runs of one lead as a trie in flat arrays (see the layout note above), with the
+    ident and end tokens of each node, for the compiled walk."""
 
     def __init__(self, ident: dict[str, list[int]], ends: dict[str, list[int]], size: int):
         runs = sorted((set(ident) | set(ends)) - {""})
@@ -338,14 +383,15 @@ class _Trie:
         par = np.asarray(parent[1:], dtype=np.int64)
         ch = np.asarray(char[1:], dtype=np.int64)
         order = np.lexsort((ch, par))
-        self.child_node = (np.arange(1, nn, dtype=np.int64)[order]).astype(np.int32)
-        self.child_chr = ch[order].astype(np.uint8)
-        self.child_off = np.searchsorted(par[order], np.arange(nn + 1)).astype(np.int64)
+        self.children = np.stack([ch[order], np.arange(1, nn)[order]], axis=1).astype(np.int32)
+        child_off = np.searchsorted(par[order], np.arange(nn + 1))
         self.root = np.full(256, -1, dtype=np.int32)
         top = par == 0
         self.root[ch[top]] = np.arange(1, nn, dtype=np.int32)[top]
-        self.ident_off, self.ident_ids = self._csr(ident, node_of, nn)
+        ident_off, self.ident_ids = self._csr(ident, node_of, nn)
         self.ends_off, self.ends_ids = self._csr(ends, node_of, nn)
+        self.nodes = np.stack([child_off[:-1], child_off[1:], ident_off[:-1], ident_off[1:]],
+                              axis=1).astype(np.int32)
         self.seen = np.zeros(size, dtype=np.bool_)
         self.out = np.empty(size, dtype=np.int64)
         self.lock = threading.Lock()
@@ -357,13 +403,15 @@ class _Trie:
         for node, ids in rows:
             cnt[node + 1] = len(ids)
         off = np.cumsum(cnt)
-        flat = np.fromiter((i for _, ids in rows for i in ids), dtype=np.int64, count=int(off[-1]))
+        flat = np.fromiter((i for _, ids in rows for i in ids), dtype=np.int32, count=int(off[-1]))
         return off, flat
 
-    def walk(self, fn, buf: np.ndarray) -> np.ndarray:
+    def walk(self, fn, buf: np.ndarray) -> np.ndarray | None:
+        """Sorted unique ids, or None when a suffix is not an ASCII identifier."""
         with self.lock:  # `seen`/`out` are per-trie scratch
-            return fn(buf, self.root, self.child_off, self.child_chr, self.child_node,
-                      self.ident_off, self.ident_ids, self.ends_off, self.ends_ids, self.seen, self.out)
+            ids, ok = fn(buf, _IDENT_OK, self.root, self.nodes, self.children, self.ident_ids,
+                      self.ends_off, self.ends_ids, self.seen, self.out)
+        return ids if ok else None
 
 
 class _Lead:
@@ -376,18 +424,19 @@ class _Lead:
 
     def __init__(self, items: list[tuple[str, int]], size: int):
         self.size = size
-        self.by_rest: dict[str, list[int]] = {}
+        self._items = items
+        self._by_rest: dict[str, list[int]] | None = None  # pure-Python path only: built lazily
+        self._sorted_rests: list[str] | None = None
         ident: dict[str, list[int]] = {}
         self.ends: dict[str, list[int]] = {}
+        match = _IDENT_RUN.match
         for rest, tid in items:
-            self.by_rest.setdefault(rest, []).append(tid)
-            run = _IDENT_RUN.match(rest).group(0)
+            run = match(rest).group(0)
             if run == rest:
                 ident.setdefault(run, []).append(tid)
             else:
                 self.ends.setdefault(run, []).append(tid)
-        self.max_rest = max(map(len, self.by_rest), default=0)
-        self.sorted_rests = sorted(self.by_rest)
+        self.max_rest = max((len(r) for r, _ in items), default=0)
         self.empty_mask = np.zeros(size, dtype=bool)
         self.empty_mask[self.ends.get("", [])] = True
         self._ident = ident
@@ -414,6 +463,21 @@ class _Lead:
         self.ends_arr = [np.asarray(self.ends.get(r, ()), dtype=np.int64) for r in self.runs]
         self._table = _Table(_hash_strings(self.runs))
 
+    @property
+    def by_rest(self) -> dict[str, list[int]]:
+        if self._by_rest is None:
+            by_rest: dict[str, list[int]] = {}
+            for rest, tid in self._items:
+                by_rest.setdefault(rest, []).append(tid)
+            self._by_rest = by_rest
+        return self._by_rest
+
+    @property
+    def sorted_rests(self) -> list[str]:
+        if self._sorted_rests is None:
+            self._sorted_rests = sorted(self.by_rest)
+        return self._sorted_rests
+
     # exact for any suffix; used for small queries and for suffixes that are not ASCII identifiers
     def py_one(self, s: str, parts: list) -> None:
         by_rest = self.by_rest
@@ -433,8 +497,9 @@ class _Lead:
                 if len(r) > n and r[n] not in IDENT_CHARS:
                     parts.extend(by_rest[r])
 
-    def jit_ids(self, fn, joined: str) -> np.ndarray:
-        """Sorted unique ids allowed for the NUL-joined ASCII identifier suffixes (compiled walk)."""
+    def jit_ids(self, fn, joined: str) -> np.ndarray | None:
+        """Sorted unique ids allowed for the NUL-joined ASCII suffixes (compiled walk), or None if
+        one of them is not an identifier."""
         self.prepare(jit=True)
         return self._trie.walk(fn, np.frombuffer((joined + "\0").encode("ascii"), dtype=np.uint8))
 
@@ -469,7 +534,7 @@ class VocabIndex:
             if t:
                 self.by_text.setdefault(t, []).append(i)
         self.max_text = max(map(len, self.by_text), default=0)
-        self._sorted_texts = sorted(self.by_text)
+        self._sorted: list[str] | None = None  # for leads (merged-dot prefixes): built lazily
         self._root = _Lead([(t, i) for i, t in enumerate(texts) if t], self.size)
         self._root.prepare(jit=jit_walk() is not None)
         self._leads: dict[str, _Lead] = {}
@@ -507,10 +572,12 @@ class VocabIndex:
             return self._root
         sub = self._leads.get(lead)
         if sub is None:
-            lo = bisect.bisect_left(self._sorted_texts, lead)
-            hi = bisect.bisect_left(self._sorted_texts, lead + "\U0010ffff")
+            if self._sorted is None:
+                self._sorted = sorted(self.by_text)
+            lo = bisect.bisect_left(self._sorted, lead)
+            hi = bisect.bisect_left(self._sorted, lead + "\U0010ffff")
             n = len(lead)
-            sub = _Lead([(t[n:], i) for t in self._sorted_texts[lo:hi] if len(t) > n
+            sub = _Lead([(t[n:], i) for t in self._sorted[lo:hi] if len(t) > n
                          for i in self.by_text[t]], self.size)
             self._leads[lead] = sub
         return sub
@@ -580,20 +647,22 @@ class VocabIndex:
             # sorted(set()) beats np.unique at these sizes (numpy 2.x's unique hashes: slow here)
             return np.array(sorted(set(parts)), dtype=np.int64) if parts else _EMPTY
         joined = "\0".join(suffixes)
-        if not (joined.isascii() and _IDENT_NUL.match(joined)):
-            # rare: names with non-ASCII or non-identifier characters go the exact slow way
-            fast = [s for s in suffixes if s.isascii() and _IDENT_ALL.match(s)]
-            for s in suffixes:
-                if not (s.isascii() and _IDENT_ALL.match(s)):
-                    sub.py_one(s, parts)
-            joined = "\0".join(fast)
         fn = jit_walk() if path in (None, "jit") else None
         if path == "jit" and fn is None:
             raise RuntimeError("the compiled path needs numba")
-        if fn is not None:
-            chunks = [sub.jit_ids(fn, joined)]
-        else:
-            chunks = sub.np_ids(joined)
+        chunks = None
+        if fn is not None and joined.isascii():  # the walk itself rejects non-identifier bytes
+            got = sub.jit_ids(fn, joined)
+            chunks = [got] if got is not None else None
+        if chunks is None:
+            if not (joined.isascii() and _IDENT_NUL.match(joined)):
+                # rare: names with non-ASCII or non-identifier characters go the exact slow way
+                fast = [s for s in suffixes if s.isascii() and _IDENT_ALL.match(s)]
+                for s in suffixes:
+                    if not (s.isascii() and _IDENT_ALL.match(s)):
+                        sub.py_one(s, parts)
+                joined = "\0".join(fast)
+            chunks = [sub.jit_ids(fn, joined)] if fn is not None else sub.np_ids(joined)
         if "" in suffixes:  # a large, precomputed set: union through a boolean mask
             mask = sub.empty_mask.copy()
             if parts:
