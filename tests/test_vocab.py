@@ -248,3 +248,17 @@ def test_lru_is_bounded(indexes):
     assert len(index._cache) == 5
     index.clear_cache()
     assert not index._cache
+
+
+def test_without_numba_the_numpy_and_python_paths_answer(indexes, monkeypatch):
+    monkeypatch.setattr(vocab_mod, "_JIT", {"walk": None})  # as if numba were not installed
+    index = VocabIndex(indexes["merged"].texts)
+    assert index._root._trie is None and index._root._table is not None
+    rng = random.Random(11)
+    pool = NAMES * 20
+    for n in [1, 3, 80, 400]:  # small queries take the pure-Python path, large ones numpy
+        sufs = frozenset(rng.sample(pool, min(n, len(pool))))
+        for prefix in ["", "."]:
+            assert np.array_equal(index.allowed(sufs, prefix), reference(index.texts, sufs, prefix))
+    with pytest.raises(RuntimeError):
+        index._compute(frozenset({"x"}), "", path="jit")
