@@ -46,12 +46,12 @@ def metric_table(summary: dict, kind: str, baseline: str, k_index: int = 0) -> t
     """Header and rows: one row per configuration, score@(k_index+1) per metric, delta vs baseline."""
     configs = [c for c in summary if kind in summary[c]["kinds"]]
     names = [m for m in ORDER if any(m in summary[c]["kinds"][kind]["metrics"] for c in configs)]
-    header = ["config", "tasks", "samples"] + [LABELS[m] for m in names]
+    header = ["config", "tasks", "samples", "empty"] + [LABELS[m] for m in names]
     base = summary.get(baseline, {}).get("kinds", {}).get(kind, {}).get("metrics", {})
     rows = []
     for c in configs:
         d = summary[c]["kinds"][kind]
-        row = [c, str(d["tasks"]), str(d["samples"])]
+        row = [c, str(d["tasks"]), str(d["samples"]), str(d.get("empty_completions", ""))]
         for m in names:
             vals = d["metrics"].get(m)
             if not vals:
@@ -72,7 +72,8 @@ def config_table(summary: dict) -> tuple[list[str], list[list[str]]]:
         r = d.get("run") or {}
         model = "reference (oracle)" if r.get("oracle") else (r.get("model") or "default (shipped)")
         rows.append([c, str(model), "" if r.get("oracle") else str(r.get("monitor", "")), str(r.get("schedule", "")),
-                     str(r.get("top_p", "")), str(r.get("max_new_tokens", "")),
+                     str(r.get("top_p", "")) if r.get("schedule") not in (None, "greedy") else "-",
+                     str(r.get("max_new_tokens", "")),
                      str((d.get("scoring") or {}).get("lint_s_per_sample", ""))])
     return header, rows
 
@@ -177,7 +178,8 @@ def write_report(summary: dict, out_dir: Path, *, results: list[dict] | None = N
     baseline = baseline if baseline in summary else (configs[0] if configs else "")
     kinds = [k for k in ("function", "dereference") if any(k in summary[c]["kinds"] for c in configs)]
     md = [f"# {title}", "", notes, "", f"Baseline for the deltas: `{baseline}`. Values are score@1 (the mean over "
-          "all samples); deltas are relative to the baseline, as in the papers' tables.", ""]
+          "all samples); deltas are relative to the baseline, as in the papers' tables. `empty`: samples whose "
+          "completion was empty where the function ends (they count as failures for SuccRate).", ""]
     hb = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(notes)}</p>",
           f"<p>Baseline for the deltas: <code>{html.escape(baseline)}</code>. Values are score@1.</p>"]
     files = {"markdown": str(out_dir / "report.md"), "html": str(out_dir / "report.html")}
