@@ -212,17 +212,30 @@ def test_disk_cache_round_trip(tokenizers, tmp_path, monkeypatch):
     files = list((tmp_path / "vocab").glob("*.json"))
     assert len(files) == 1
 
-    def boom(_):
-        raise AssertionError("decoded again instead of reading the cache")
+    assert files[0].with_suffix(".npz").exists()  # the root tables, next to the texts
+
+    def boom(*_):
+        raise AssertionError("rebuilt instead of reading the cache")
     monkeypatch.setattr(vocab_mod, "decode_token_texts", boom)
+    monkeypatch.setattr(vocab_mod._Trie, "__init__", boom)
     second = VocabIndex.for_tokenizer(tok, cache_dir=tmp_path)
     assert second.texts == first.texts and second.size == len(tok)
+    assert np.array_equal(second.has_dot, first.has_dot)
+    rng = random.Random(5)
+    for _ in range(40):
+        sufs, prefix = _random_query(rng, first.texts, NAMES)
+        if prefix:  # leads other than "" build their own (small) tries on demand
+            continue
+        assert np.array_equal(second.allowed(sufs), reference(first.texts, sufs, ""))
     sufs = {"append", "extend", ""}
-    assert np.array_equal(second.allowed(sufs, "."), first.allowed(sufs, "."))
+    assert np.array_equal(second.allowed(sufs), first.allowed(sufs))
     # a different tokenizer gets its own file; a corrupt file is rebuilt
     monkeypatch.undo()
     VocabIndex.for_tokenizer(tokenizers["bytelevel"], cache_dir=tmp_path)
     assert len(list((tmp_path / "vocab").glob("*.json"))) == 2
+    files[0].with_suffix(".npz").write_bytes(b"not an npz")
+    third = VocabIndex.for_tokenizer(tok, cache_dir=tmp_path)
+    assert np.array_equal(third.allowed({"append", "_items"}), first.allowed({"append", "_items"}))
     files[0].write_text("{not json", encoding="utf-8")
     assert VocabIndex.for_tokenizer(tok, cache_dir=tmp_path).texts == first.texts
 

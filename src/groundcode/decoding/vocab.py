@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import io
 import json
 import os
 import re
@@ -396,6 +397,21 @@ class _Trie:
         self.out = np.empty(size, dtype=np.int64)
         self.lock = threading.Lock()
 
+    _ARRAYS = ("root", "nodes", "children", "ident_ids", "ends_off", "ends_ids")
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {f"trie_{k}": getattr(self, k) for k in self._ARRAYS}
+
+    @classmethod
+    def from_arrays(cls, arrays, size: int) -> "_Trie":
+        trie = cls.__new__(cls)
+        for k in cls._ARRAYS:
+            setattr(trie, k, np.ascontiguousarray(arrays[f"trie_{k}"]))
+        trie.seen = np.zeros(size, dtype=np.bool_)
+        trie.out = np.empty(size, dtype=np.int64)
+        trie.lock = threading.Lock()
+        return trie
+
     @staticmethod
     def _csr(groups: dict[str, list[int]], node_of: dict[str, int], nn: int):
         cnt = np.zeros(nn + 1, dtype=np.int64)
@@ -419,29 +435,50 @@ class _Lead:
 
     A token's rest (text after the lead) is its identifier run plus the remainder, which is empty
     ("ident" token: allowed when the run is a prefix of a suffix) or starts with a non-identifier
-    character ("end" token: allowed when the run equals a suffix). Runs are numbered; per run the
-    arrays hold its ident token (almost always one) and whether end tokens exist."""
+    character ("end" token: allowed when the run equals a suffix). Holds the trie (compiled path),
+    the hash table (numpy path) and dicts (pure-Python path), each built when first needed."""
 
-    def __init__(self, items: list[tuple[str, int]], size: int):
+    def __init__(self, items: list[tuple[str, int]], size: int, trie: "_Trie | None" = None,
+                 empty_mask: np.ndarray | None = None):
         self.size = size
         self._items = items
         self._by_rest: dict[str, list[int]] | None = None  # pure-Python path only: built lazily
         self._sorted_rests: list[str] | None = None
-        ident: dict[str, list[int]] = {}
-        self.ends: dict[str, list[int]] = {}
-        match = _IDENT_RUN.match
-        for rest, tid in items:
-            run = match(rest).group(0)
-            if run == rest:
-                ident.setdefault(run, []).append(tid)
-            else:
-                self.ends.setdefault(run, []).append(tid)
-        self.max_rest = max((len(r) for r, _ in items), default=0)
-        self.empty_mask = np.zeros(size, dtype=bool)
-        self.empty_mask[self.ends.get("", [])] = True
-        self._ident = ident
-        self._trie: _Trie | None = None  # compiled path; built on first use (see prepare)
-        self._table: _Table | None = None  # numpy path; likewise
+        self._split: tuple[dict, dict] | None = None  # (ident, ends) by run: built lazily
+        self._trie = trie  # compiled path; built on first use (see prepare) or loaded from disk
+        self._table: _Table | None = None  # numpy path; built on first use
+        if empty_mask is None:
+            empty_mask = np.zeros(size, dtype=bool)
+            empty_mask[self.ends.get("", [])] = True
+        self.empty_mask = empty_mask
+
+    def _runs(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        if self._split is None:
+            ident: dict[str, list[int]] = {}
+            ends: dict[str, list[int]] = {}
+            match = _IDENT_RUN.match
+            for rest, tid in self._items:
+                run = match(rest).group(0)
+                if run == rest:
+                    ident.setdefault(run, []).append(tid)
+                else:
+                    ends.setdefault(run, []).append(tid)
+            self._split = (ident, ends)
+        return self._split
+
+    @property
+    def _ident(self) -> dict[str, list[int]]:
+        return self._runs()[0]
+
+    @property
+    def ends(self) -> dict[str, list[int]]:
+        return self._runs()[1]
+
+    @property
+    def max_rest(self) -> int:
+        if not hasattr(self, "_max_rest"):
+            self._max_rest = max((len(r) for r, _ in self._items), default=0)
+        return self._max_rest
 
     def prepare(self, jit: bool) -> None:
         """Build the tables of the path that will answer (the other is built if ever asked)."""
@@ -521,21 +558,41 @@ class _Lead:
         return out
 
 
+def _write_atomic(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home is fine: the index is rebuilt next time
+
+
 class VocabIndex:
     """Token texts plus lookup tables; see the module docstring for the question it answers."""
 
-    def __init__(self, texts: list[str]):
+    def __init__(self, texts: list[str], arrays=None):
+        """`arrays`: what `arrays()` returned for these same texts (the disk cache), or None."""
         self.texts = texts
         self.size = len(texts)
-        self.has_dot = np.fromiter(("." in t for t in texts), dtype=bool, count=self.size)
-        self.has_newline = np.fromiter(("\n" in t for t in texts), dtype=bool, count=self.size)
+        if arrays is not None:
+            self.has_dot = np.asarray(arrays["has_dot"], dtype=bool)
+            self.has_newline = np.asarray(arrays["has_newline"], dtype=bool)
+        else:
+            self.has_dot = np.fromiter(("." in t for t in texts), dtype=bool, count=self.size)
+            self.has_newline = np.fromiter(("\n" in t for t in texts), dtype=bool, count=self.size)
         self.by_text: dict[str, list[int]] = {}
         for i, t in enumerate(texts):
             if t:
                 self.by_text.setdefault(t, []).append(i)
         self.max_text = max(map(len, self.by_text), default=0)
         self._sorted: list[str] | None = None  # for leads (merged-dot prefixes): built lazily
-        self._root = _Lead([(t, i) for i, t in enumerate(texts) if t], self.size)
+        items = [(t, i) for i, t in enumerate(texts) if t]
+        if arrays is not None:
+            self._root = _Lead(items, self.size, trie=_Trie.from_arrays(arrays, self.size),
+                               empty_mask=np.asarray(arrays["empty_mask"], dtype=bool))
+        else:
+            self._root = _Lead(items, self.size)
         self._root.prepare(jit=jit_walk() is not None)
         self._leads: dict[str, _Lead] = {}
         self._cache: OrderedDict = OrderedDict()
@@ -550,6 +607,7 @@ class VocabIndex:
         """Build (or load from the on-disk cache) the index of `tokenizer`."""
         root = Path(cache_dir or os.environ.get("GROUNDCODE_CACHE", Path.home() / ".cache" / "groundcode"))
         path = root / "vocab" / f"{_tokenizer_fingerprint(tokenizer)}.json"
+        npz = path.with_suffix(".npz")
         texts = None
         if path.exists():
             try:
@@ -558,14 +616,31 @@ class VocabIndex:
                 texts = None
         if not isinstance(texts, list) or len(texts) != len(tokenizer):
             texts = decode_token_texts(tokenizer)
+            _write_atomic(path, json.dumps(texts).encode("utf-8"))
+            npz.unlink(missing_ok=True)  # tables of other texts, if any, are stale
+        arrays = None
+        if npz.exists():
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(texts), encoding="utf-8")
-                tmp.replace(path)
-            except OSError:
-                pass  # a read-only home is fine: the index is rebuilt next time
-        return cls(texts)
+                with np.load(npz) as z:
+                    arrays = {k: z[k] for k in z.files}
+                if len(arrays["has_dot"]) != len(texts) or len(arrays["empty_mask"]) != len(texts):
+                    arrays = None
+            except (OSError, ValueError, KeyError):
+                arrays = None
+        index = cls(texts, arrays)
+        if arrays is None and index._root._trie is not None:
+            buf = io.BytesIO()
+            np.savez(buf, **index.arrays())
+            _write_atomic(npz, buf.getvalue())
+        return index
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The precomputed arrays of the root tables (what the disk cache stores next to the texts)."""
+        out = {"has_dot": self.has_dot, "has_newline": self.has_newline,
+               "empty_mask": self._root.empty_mask}
+        self._root.prepare(jit=True)
+        out.update(self._root._trie.arrays())
+        return out
 
     def _lead(self, lead: str) -> _Lead:
         if not lead:
