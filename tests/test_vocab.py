@@ -275,3 +275,15 @@ def test_without_numba_the_numpy_and_python_paths_answer(indexes, monkeypatch):
             assert np.array_equal(index.allowed(sufs, prefix), reference(index.texts, sufs, prefix))
     with pytest.raises(RuntimeError):
         index._compute(frozenset({"x"}), "", path="jit")
+
+
+def test_concurrent_callers_get_exact_answers(indexes):
+    from concurrent.futures import ThreadPoolExecutor
+    index = VocabIndex(indexes["merged"].texts)
+    index.cache_size = 8  # constant eviction while threads race on the LRU and the walk scratch
+    rng = random.Random(21)
+    queries = [_random_query(rng, index.texts, NAMES) for _ in range(60)]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda q: index.allowed(*q), queries * 3))
+    for (sufs, prefix), ids in zip(queries * 3, got):
+        assert np.array_equal(ids, reference(index.texts, sufs, prefix))

@@ -558,6 +558,24 @@ class _Lead:
         return out
 
 
+# LRU helpers: each OrderedDict call is atomic under the GIL; another thread may evict the key
+# between two calls, which only costs a recomputation.
+def _touch(lru: OrderedDict, key) -> None:
+    try:
+        lru.move_to_end(key)
+    except KeyError:
+        pass
+
+
+def _insert(lru: OrderedDict, key, value, cap: int) -> None:
+    lru[key] = value
+    while len(lru) > cap:
+        try:
+            lru.popitem(last=False)
+        except KeyError:
+            break
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -662,16 +680,15 @@ class VocabIndex:
         """Sorted unique ids of tokens t such that either t is a non-empty prefix of `prefix`,
         or t = prefix + r with r non-empty and, for some s in `suffixes`, r is a prefix of s or
         r = s + c + anything with c a non-identifier character. "" in `suffixes` means the
-        identifier may end right after `prefix`. The returned array is cached and shared: do not modify it in place."""
+        identifier may end right after `prefix`. The returned array is cached and shared: do not
+        modify it in place. Safe to call from several threads."""
         key = (suffixes if isinstance(suffixes, frozenset) else frozenset(suffixes), prefix)
         hit = self._cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(key)
+            _touch(self._cache, key)
             return hit
         out = self._compute(key[0], prefix)
-        self._cache[key] = out
-        if len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        _insert(self._cache, key, out, self.cache_size)
         return out
 
     def allowed_mask(self, suffixes: Iterable[str], prefix: str = "", width: int | None = None,
@@ -687,7 +704,7 @@ class VocabIndex:
         key = (fs, prefix, width, str(device) if device is not None else "cpu")
         hit = self._mask_cache.get(key)
         if hit is not None:
-            self._mask_cache.move_to_end(key)
+            _touch(self._mask_cache, key)
             return hit
         ids = self.allowed(fs, prefix)
         mask = np.zeros(width, dtype=bool)
@@ -695,9 +712,7 @@ class VocabIndex:
         t = torch.from_numpy(mask)
         if device is not None and torch.device(device).type != "cpu":
             t = t.pin_memory().to(device, non_blocking=True)
-        self._mask_cache[key] = t
-        if len(self._mask_cache) > self.mask_cache_size:
-            self._mask_cache.popitem(last=False)
+        _insert(self._mask_cache, key, t, self.mask_cache_size)
         return t
 
     def clear_cache(self) -> None:
