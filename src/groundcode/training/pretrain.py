@@ -40,7 +40,9 @@ class ModelShape:
 
 
 # Presets. "gpu": ~31M parameters = ~62 MB in bf16, sized for one H100 and a 9-minute job;
-# "cpu": what 2 shared CPU cores (AVX2, ~400-800 tokens/s for this shape) can train in about an hour; "smoke": the test's seconds-long run.
+# "cpu": what 2 shared CPU cores (AVX2, a few hundred tokens/s for this shape) train in about an
+# hour; "smoke": the test's seconds-long run. The gpu budget leaves ~3 of the job's 9 minutes for
+# data preparation, start-up and saving (not yet measured on a GPU).
 PRESETS = {
     "smoke": dict(shape=ModelShape(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, context=1024),
                   seq_len=64, batch_size=8, max_steps=60, lr=3e-3, warmup_steps=5, eval_every=20,
@@ -50,7 +52,7 @@ PRESETS = {
                 eval_batches=8, max_train_chars=15_000_000, time_budget_s=4000.0),
     "gpu": dict(shape=ModelShape(hidden=512, layers=8, heads=8, kv_heads=4, intermediate=1344, context=1024),
                 seq_len=1024, batch_size=64, max_steps=100_000, lr=1.5e-3, warmup_steps=200, eval_every=250,
-                eval_batches=16, max_train_chars=1_500_000_000, time_budget_s=420.0),
+                eval_batches=16, max_train_chars=1_500_000_000, time_budget_s=360.0),
 }
 
 
@@ -128,8 +130,9 @@ def prepare_tokens(cfg: PretrainConfig, tokenizer) -> tuple:
         return tokenizer(texts, add_special_tokens=False)["input_ids"]
 
     def stream(texts, fim_rate):
-        out, n_fim = [], 0
+        arrays, n_fim = [], 0
         for start in range(0, len(texts), 512):
+            out = []      # one chunk's ids as Python ints; numpy holds the rest (4 bytes a token)
             chunk = texts[start:start + 512]
             fims = [rng.random() < fim_rate for _ in chunk]
             pieces = []
@@ -144,7 +147,8 @@ def prepare_tokens(cfg: PretrainConfig, tokenizer) -> tuple:
                 else:
                     out.extend(next(enc))
                     out.append(eos)
-        return np.asarray(out, dtype=np.int32), n_fim
+            arrays.append(np.asarray(out, dtype=np.int32))
+        return np.concatenate(arrays), n_fim
 
     train_ids, n_fim = stream(train, cfg.fim_rate)
     held_ids, _ = stream(held, 0.0)       # held-out loss is plain left-to-right
