@@ -44,3 +44,27 @@ def test_check_spliced_samples_in_overlays():
     assert res[3].syntax_error
     assert not any(r.crashed for r in res)
     assert {p: p.read_bytes() for p in FIXTURE.rglob("*") if p.is_file()} == before
+
+
+def test_prune_keeps_lines_attributes_and_the_scored_function():
+    from groundcode.evaluation.prune import STUB, prune
+    lines = MODELS.split("\n")
+    first = next(i for i, ln in enumerate(lines, 1) if "def total_value" in ln)
+    out = prune(MODELS, first, first + 5)
+    new = out.split("\n")
+    assert len(new) == len(lines)
+    assert new[first - 1:first + 5] == lines[first - 1:first + 5]          # the scored function is intact
+    assert "        self.book = PriceBook()" in new                          # instance attributes stay
+    assert "item.quantity -= quantity" not in out and STUB in out           # other bodies are stubs
+    assert prune("def f(:\n", 1, 1) == "def f(:\n"                           # broken text: untouched
+
+
+def test_pruned_and_full_lint_agree_on_the_fixture():
+    lines = MODELS.splitlines()
+    first = next(i for i, ln in enumerate(lines, 1) if "def total_value" in ln)
+    texts = [MODELS, _replace("self.book.price_with_tax(name)", "self.book.price_including_tax(name)"),
+             _replace("self.items.items()", "self.itemz.items()"), _replace("total = 0.0", "total = start")]
+    jobs = [lint.LintJob(FIXTURE, "inventory/models.py", t, first, first + 5) for t in texts]
+    pruned = lint.check(jobs, workers=1, prune_over_lines=1)
+    full = lint.check(jobs, workers=1, prune_over_lines=0)
+    assert [r.success for r in pruned] == [r.success for r in full] == [True, False, False, False]

@@ -5,8 +5,9 @@ last line). Each job gets its own overlay directory: the repository's .py files 
 spliced file as a real file — the repository itself is never written. pylint runs in a few
 long-lived worker subprocesses (`python -m groundcode.evaluation.lint JOBS OUT`), one per share of
 the repositories, so its start-up and the inference of imported modules are paid once per worker,
-not per sample. Only the syntax-error, no-member and undefined-variable checks are on, and the
-no-member checker only visits attributes inside the job's lines (it is the costly one). After each
+not per sample. Only the syntax-error, no-member and undefined-variable checks are on, the
+no-member checker only visits attributes inside the job's lines (it is the costly one), and
+modules over PRUNE_OVER_LINES lines are pruned around the scored function first (prune.py). After each
 job the worker forgets the spliced module, so the next sample of the same file is parsed afresh.
 A job succeeds when the file has no syntax error and the function's lines have no no-member /
 undefined-variable message. The only module that imports pylint; generated code is parsed, never run.
@@ -79,9 +80,14 @@ def _shares(jobs: list[LintJob], workers: int) -> list[list[int]]:
     return shares
 
 
-def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.0) -> list[LintResult]:
+PRUNE_OVER_LINES = 1000   # modules longer than this are pruned around the scored function (prune.py)
+
+
+def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.0,
+          prune_over_lines: int = PRUNE_OVER_LINES) -> list[LintResult]:
     """Lint every job; results in job order. A worker that dies or times out marks its
-    unfinished jobs `crashed` (not successful)."""
+    unfinished jobs `crashed` (not successful). `prune_over_lines=0` never prunes."""
+    from .prune import prune
     results: list[LintResult | None] = [None] * len(jobs)
     file_cache: dict = {}
     with tempfile.TemporaryDirectory(prefix="groundcode-lint-") as tmp:
@@ -92,7 +98,10 @@ def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.
             _mirror(Path(j.repo_dir), root, files)
             target = root / j.path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(j.text, encoding="utf-8")
+            text = j.text
+            if prune_over_lines and text.count("\n") > prune_over_lines:
+                text = prune(text, j.first_line, j.last_line)
+            target.write_text(text, encoding="utf-8")
             specs.append({"i": i, "path": str(target), "first": j.first_line, "last": j.last_line})
 
         def one(w: int, share: list[int]) -> None:
