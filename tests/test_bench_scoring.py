@@ -41,3 +41,13 @@ def test_summarize_scores_at_k_and_counts():
     # bleu4 score@3 = mean of the maxima 0.5 and 0.3
     assert abs(f["metrics"]["bleu4"][2] - 0.4) < 1e-9
     assert abs(s["repos"]["r"]["function"]["bleu4"] - (0.75 + 0.6) / 6) < 1e-9
+
+
+def test_jsonl_resume_after_a_torn_line(tmp_path):
+    from groundcode.evaluation.jsonl import append_jsonl, read_jsonl
+    p = tmp_path / "s.jsonl"
+    append_jsonl(p, {"task_id": "a"})
+    with open(p, "a") as f:
+        f.write('{"task_id": "b", "samp')          # a writer killed mid-line
+    append_jsonl(p, {"task_id": "c"})
+    assert [r["task_id"] for r in read_jsonl(p)] == ["a", "c"]

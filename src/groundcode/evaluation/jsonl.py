@@ -39,7 +39,15 @@ def write_jsonl(path: Path, records: Iterable[dict]) -> None:
 
 def append_jsonl(path: Path, record: dict) -> None:
     """Append one record and flush, so an interrupted run keeps every finished record."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix != ".gz" and path.exists() and path.stat().st_size:
+        with open(path, "rb") as f:           # a torn last line (killed writer) must not swallow this one
+            f.seek(-1, 2)
+            torn = f.read(1) != b"\n"
+        if torn:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write("\n")
     with _open(path, "a") as f:
         f.write(json.dumps(record, ensure_ascii=False) + "\n")
         f.flush()
