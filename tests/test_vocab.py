@@ -287,3 +287,202 @@ def test_concurrent_callers_get_exact_answers(indexes):
         got = list(pool.map(lambda q: index.allowed(*q), queries * 3))
     for (sufs, prefix), ids in zip(queries * 3, got):
         assert np.array_equal(ids, reference(index.texts, sufs, prefix))
+
+
+# -- candidate sets: allowed_in over an index range of encoded, sorted names --------------------
+ODD_NAMES = ["café", "caf", "cafe", "naïve", "a.b", "x-y", "é", "_é_", "append\u00e9", "\U0010ffff",
+             "z\U0010ffffz", ""]
+
+
+def rests(names, typed: str) -> frozenset:
+    """The suffix set the monitor used to build by hand (independent of CandidateSet.span)."""
+    return frozenset(n[len(typed):] for n in names if n.startswith(typed))
+
+
+def _random_candidates(rng: random.Random, texts: list[str]):
+    pool = [t for t in texts if t]
+    n = rng.choice([1, 3, 10, 40, 150])
+    names = set()
+    for _ in range(n):
+        roll = rng.random()
+        if roll < 0.6:
+            names.add(rng.choice(NAMES))
+        elif roll < 0.85:  # sliced from a token text, so that deep trie paths are walked
+            t = rng.choice(pool)
+            a = rng.randrange(len(t) + 1)
+            names.add(t[a:rng.randrange(a, len(t) + 1)] + rng.choice(["", "", "x", "_1", "s"]))
+        else:
+            names.add(rng.choice(ODD_NAMES))
+    return sorted(names)
+
+
+def _random_typed(rng: random.Random, names: list[str]) -> str:
+    roll = rng.random()
+    if roll < 0.3 or not names:
+        return ""
+    name = rng.choice(names)
+    if roll < 0.75:
+        return name[:rng.randrange(1, len(name) + 1)] if name else ""
+    if roll < 0.9:
+        return name  # a whole name: "" is among the rests
+    return rng.choice(["zzq", "é", "ca", "caf", "\U0010ffff", "a."])  # often matches no name
+
+
+PREFIXES = ["", "", "", ".", ").", "(", " "]
+
+
+@pytest.mark.parametrize("name", ["bytelevel", "sentencepiece", "merged"])
+@pytest.mark.parametrize("path", ["jit", "np", "py", None])
+def test_allowed_in_matches_allowed_and_brute_force(indexes, name, path):
+    index = indexes[name]
+    rng = random.Random(f"in-{name}-{path}")
+    for _ in range(60):
+        names = _random_candidates(rng, index.texts)
+        cs = index.candidates(names)
+        for _ in range(4):
+            typed = _random_typed(rng, names)
+            prefix = rng.choice(PREFIXES)
+            sufs = rests(names, typed)
+            got = index._compute_in(cs, typed, prefix, path=path)
+            want = reference(index.texts, sufs, prefix)
+            assert got.dtype == np.int64
+            assert np.array_equal(got, want), (names, typed, prefix, set(got.tolist()) ^ set(want.tolist()))
+            assert np.array_equal(got, index._compute(sufs, prefix, path="py"))
+
+
+def test_candidate_set_span_is_the_names_starting_with_typed():
+    rng = random.Random(7)
+    alphabet = "ab_Zé\U0010ffff."
+    for _ in range(200):
+        names = {"".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 5))) for _ in range(rng.randrange(0, 30))}
+        cs = VocabIndex(["a"]).candidates(names)
+        assert cs.names == sorted(names) and len(cs) == len(names)
+        for typed in ["", *("".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 4))) for _ in range(5))]:
+            lo, hi = cs.span(typed)
+            assert cs.names[lo:hi] == [n for n in cs.names if n.startswith(typed)], typed
+            assert cs.rests(typed) == rests(names, typed)
+        # the encoding: name i is buf[off[i]:off[i+1]] in UTF-8
+        assert [bytes(cs.buf[cs.off[i]:cs.off[i + 1]]).decode("utf-8") for i in range(len(cs))] == cs.names
+
+
+def test_allowed_in_public_api(indexes):
+    index = VocabIndex(indexes["merged"].texts)
+    names = ["append", "appendleft", "extend", "items", "_items", "size"]
+    cs = index.candidates(names)
+    assert index.candidates(set(names)) is cs and index.candidates(frozenset(names)) is cs  # LRU
+    a = index.allowed_in(cs)
+    assert np.array_equal(a, index.allowed(names)) and index.allowed_in(cs) is a
+    ids = lambda *texts: {i for t in texts for i in index.by_text[t]}  # noqa: E731
+    # typed "app": the rests are "end" and "endleft"
+    got = set(index.allowed_in(cs, "app").tolist())
+    assert got == set(index.allowed({"end", "endleft"}).tolist())
+    # merged-dot prefix: `.append`, `.append(`
+    got = set(index.allowed_in(cs, "", ".").tolist())
+    assert ids(".", ".append", ".append(", "._", "._items", ".extend", ".size") <= got
+    assert not ids("append", "x", "self.") & got
+    # typed text matching no name: nothing is allowed (with prefix "", not even the prefix part)
+    assert len(index.allowed_in(cs, "zzq")) == 0
+    assert set(index.allowed_in(cs, "zzq", ").").tolist()) == ids(")", ").")
+    # typed == a whole name that is also a prefix of another: "" semantics (the name may end)
+    got = set(index.allowed_in(cs, "append").tolist())
+    assert got == set(index.allowed({"", "left"}).tolist())
+    assert ids("(", "append(") & got == ids("(") and index.by_text["():"][0] in got
+
+
+def test_allowed_mask_in(indexes):
+    torch = pytest.importorskip("torch")
+    index = VocabIndex(indexes["merged"].texts)
+    cs = index.candidates(["append", "_items", "size", "café"])
+    for typed, prefix in [("", ""), ("", "."), ("ap", ""), ("size", ""), ("caf", ""), ("q", ")")]:
+        want = torch.from_numpy(index.allowed_in(cs, typed, prefix))
+        for width in [None, index.size + 7, 10]:
+            index.clear_cache()  # the mask from the walk's bitmap...
+            m = index.allowed_mask_in(cs, typed, prefix, width=width)
+            w = index.size if width is None else width
+            assert m.dtype == torch.bool and m.shape == (w,)
+            assert torch.equal(torch.nonzero(m).flatten(), want[want < w])
+            assert index.allowed_mask_in(cs, typed, prefix, width=width) is m
+            index._mask_cache.clear()  # ...and from cached ids agree
+            index.allowed_in(cs, typed, prefix)
+            assert torch.equal(index.allowed_mask_in(cs, typed, prefix, width=width), m)
+
+
+def reference_by_sets(texts: list[str], suffixes, prefix: str) -> np.ndarray:
+    """`reference` restated with set lookups (fast on large queries): r is a prefix of a suffix,
+    or r[:j] is a suffix and r[j] is not an identifier character."""
+    starts = {s[:i] for s in suffixes for i in range(1, len(s) + 1)}
+    sufs = set(suffixes)
+    out = []
+    for i, t in enumerate(texts):
+        if not t:
+            continue
+        if prefix.startswith(t):
+            out.append(i)
+            continue
+        if not t.startswith(prefix) or len(t) == len(prefix):
+            continue
+        r = t[len(prefix):]
+        if r in starts or any(c not in IDENT_CHARS and r[:j] in sufs for j, c in enumerate(r)):
+            out.append(i)
+    return np.asarray(out, dtype=np.int64)
+
+
+def test_allowed_in_on_a_large_synthetic_vocabulary():
+    """Thousands of tokens, deep identifier runs, duplicate texts (several ident/end tokens per trie
+    node) and end tokens: the compiled range walk against the brute-force reference."""
+    rng = random.Random(13)
+    alpha = "abc_xyzABZ019"
+    words = ["".join(rng.choice(alpha) for _ in range(rng.randrange(1, 9))) for _ in range(1500)]
+    texts = [""]
+    for _ in range(6000):
+        w = rng.choice(words)
+        roll = rng.random()
+        t = w[:rng.randrange(1, len(w) + 1)]
+        if roll < 0.2:
+            t += rng.choice(["(", ".", " ", "):", "é"])
+        elif roll < 0.3:
+            t = rng.choice([".", " ", "(", ")."]) + t
+        texts.append(t)
+    texts += texts[1:200]  # duplicate texts: several tokens per trie node
+    index = VocabIndex(texts)
+    for q in range(20):
+        names = sorted({rng.choice(words) + rng.choice(["", "", "q", "_a"]) for _ in range(rng.choice([5, 50, 400]))})
+        cs = index.candidates(names)
+        name = rng.choice(names)
+        for typed in ["", name[:1], name[:3], name, "Q"]:
+            for prefix in ["", "."]:
+                want = reference_by_sets(texts, rests(names, typed), prefix)
+                if q < 6 and len(names) <= 50:  # the restatement is the definition
+                    assert np.array_equal(want, reference(texts, rests(names, typed), prefix))
+                assert np.array_equal(index._compute_in(cs, typed, prefix, "jit"), want), (typed, prefix)
+                assert np.array_equal(index._compute_in(cs, typed, prefix, "np"), want), (typed, prefix)
+
+
+def test_allowed_in_without_numba(indexes, monkeypatch):
+    monkeypatch.setattr(vocab_mod, "_JIT", {"walk": None})  # as if numba were not installed
+    index = VocabIndex(indexes["merged"].texts)
+    rng = random.Random(17)
+    for _ in range(40):
+        names = _random_candidates(rng, index.texts)
+        cs = index.candidates(names)
+        typed = _random_typed(rng, names)
+        prefix = rng.choice(PREFIXES)
+        want = reference(index.texts, rests(names, typed), prefix)
+        assert np.array_equal(index.allowed_in(cs, typed, prefix), want)
+    with pytest.raises(RuntimeError):
+        index._compute_in(index.candidates(["x"]), "", "", path="jit")
+
+
+def test_allowed_in_from_threads(indexes):
+    from concurrent.futures import ThreadPoolExecutor
+    index = VocabIndex(indexes["merged"].texts)
+    index.cache_size = 4
+    rng = random.Random(23)
+    queries = []
+    for _ in range(40):
+        names = _random_candidates(rng, index.texts)
+        queries.append((index.candidates(names), _random_typed(rng, names), rng.choice(PREFIXES)))
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda q: index.allowed_in(*q), queries * 3))
+    for (cs, typed, prefix), ids in zip(queries * 3, got):
+        assert np.array_equal(ids, reference(index.texts, cs.rests(typed), prefix))

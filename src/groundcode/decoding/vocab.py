@@ -364,6 +364,155 @@ def jit_walk():
     return _JIT["walk"]
 
 
+# -- the compiled range walk: candidate names encoded once, narrowed by index ranges ------------
+# A second layout of the same trie, for walks that must touch as little memory as possible: one
+# row of four int64 per trie node (the root gets the last row), reached from its parent row
+# without a scan: bit c of a row's `mask` says the node has a child for identifier character c
+# (63 of them: they fit one word) and that child's row is `first child row + popcount(mask below
+# c)`. Row: [mask, first child row | ident token << 32 (-1: none), end tokens (lo | hi << 32),
+# ident tokens (lo | hi << 32)]; a row read gives the next step and the node's tokens at once.
+IDENT_CODES = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+_CODE = np.full(256, -1, dtype=np.int64)
+_CODE[[ord(c) for c in IDENT_CODES]] = np.arange(len(IDENT_CODES))
+
+
+def _range_walk(buf, off, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra, empty_bits, nbits,
+                want_ids):
+    """`_range_bits`, then its sorted ids if `want_ids` (else an empty array): one compiled call."""
+    bits = _range_bits(buf, off, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra, empty_bits, nbits)
+    if want_ids:
+        return bits, _bits_ids(bits)
+    return bits, np.zeros(0, dtype=np.int64)
+
+
+def _range_bits(buf, off, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra, empty_bits, nbits):
+    """Allowed tokens, as a bitmap of `nbits` bits, for the suffixes name[k:] of the sorted,
+    encoded candidate names lo..hi-1 (`buf` bytes, name i = buf[off[i]:off[i+1]], lcp[i] = bytes
+    shared with name i-1). Names are visited in sorted order, so each walk resumes below the part
+    it shares with the previous name: every trie node on the way is read once. A name that falls
+    off the trie (no token continues it, or a byte that is not an identifier character) adds only
+    the ident tokens passed; the next names sharing the fallen prefix are skipped. Ids in `extra`
+    are set too, and `empty_bits` is or-ed in if some name equals its first k bytes (suffix "")."""
+    bits = np.zeros((nbits + 63) >> 6, dtype=np.uint64)
+    one = np.uint64(1)
+    longest = 0
+    for i in range(lo, hi):
+        longest = max(longest, off[i + 1] - off[i] - k)
+    stack = np.empty(longest + 1, dtype=np.int64)  # stack[d]: row after d bytes
+    stack[0] = root
+    prev_depth = 0
+    dead = -1  # depth at which the previous name fell off, -1 if it did not
+    empty = False
+    for i in range(lo, hi):
+        st = off[i] + k
+        ln = off[i + 1] - st
+        if ln <= 0:
+            empty = True
+            prev_depth = 0
+            dead = -1
+            continue
+        d = 0
+        if i > lo:
+            d = max(lcp[i] - k, 0)
+        if dead >= 0 and d > dead:
+            continue  # shares the prefix that fell off: same fate, nothing new
+        d = min(d, prev_depth)
+        row = stack[d]
+        dead = -1
+        while d < ln:
+            cc = _CODE[buf[st + d]]
+            m = np.uint64(rows[row, 0])
+            b = one << np.uint64(cc & 63)
+            if cc < 0 or not (m & b):
+                dead = d
+                break
+            x = m & (b - one)  # popcount: the child's rank among its siblings
+            x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+            x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+            x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+            row = (rows[row, 1] & 0xFFFFFFFF) + np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+            d += 1
+            stack[d] = row
+            t = rows[row, 1] >> 32
+            if t >= 0:
+                bits[t >> 6] |= one << np.uint64(t & 63)
+                w = rows[row, 3]
+                for j in range((w & 0xFFFFFFFF) + 1, w >> 32):  # more tokens with this text (rare)
+                    t = ident_ids[j]
+                    bits[t >> 6] |= one << np.uint64(t & 63)
+        prev_depth = d
+        if dead < 0:
+            w = rows[row, 2]
+            for j in range(w & 0xFFFFFFFF, w >> 32):
+                t = ends_ids[j]
+                bits[t >> 6] |= one << np.uint64(t & 63)
+    for j in range(extra.shape[0]):
+        t = extra[j]
+        bits[t >> 6] |= one << np.uint64(t & 63)
+    if empty:
+        for j in range(bits.shape[0]):
+            bits[j] |= empty_bits[j]
+    return bits
+
+
+def _bits_ids(bits):
+    """Sorted ids of the set bits."""
+    n = 0
+    for w in range(bits.shape[0]):
+        x = bits[w]
+        if not x:
+            continue
+        x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+        x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+        x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+        n += np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+    out = np.empty(n, dtype=np.int64)
+    n = 0
+    for w in range(bits.shape[0]):
+        x = bits[w]
+        while x:
+            low = x & (np.uint64(0) - x)  # lowest set bit; its index = popcount(low - 1)
+            y = low - np.uint64(1)
+            y = y - ((y >> np.uint64(1)) & np.uint64(0x5555555555555555))
+            y = (y & np.uint64(0x3333333333333333)) + ((y >> np.uint64(2)) & np.uint64(0x3333333333333333))
+            y = (y + (y >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+            out[n] = (w << 6) + np.int64((y * np.uint64(0x0101010101010101)) >> np.uint64(56))
+            n += 1
+            x ^= low
+    return out
+
+
+def _lcps(buf, off):
+    """lcp[i]: bytes name i shares with name i-1 (lcp[0] = 0)."""
+    n = off.shape[0] - 1
+    lcp = np.zeros(max(n, 0), dtype=np.int64)
+    for i in range(1, n):
+        a = off[i - 1]
+        b = off[i]
+        m = min(off[i] - a, off[i + 1] - b)
+        j = 0
+        while j < m and buf[a + j] == buf[b + j]:
+            j += 1
+        lcp[i] = j
+    return lcp
+
+
+def jit_range():
+    """The compiled (`_range_walk`, `_lcps`), or None where the compiled walk is off. The helpers
+    are compiled first and put in place of the module's Python ones, so that `_range_walk` (which
+    calls them) compiles against them."""
+    if jit_walk() is None:
+        return None
+    if "range" not in _JIT:
+        import numba
+        g = globals()
+        for name in ("_range_bits", "_bits_ids"):
+            if not hasattr(g[name], "py_func"):
+                g[name] = numba.njit(cache=True, nogil=True)(g[name])
+        _JIT["range"] = (numba.njit(cache=True, nogil=True)(_range_walk), numba.njit(cache=True, nogil=True)(_lcps))
+    return _JIT["range"]
+
+
 class _Trie:
     """Identifier runs of one lead as a trie in flat arrays (see the layout note above), with the
     ident and end tokens of each node, for the compiled walk."""
@@ -422,6 +571,34 @@ class _Trie:
         flat = np.fromiter((i for _, ids in rows for i in ids), dtype=np.int32, count=int(off[-1]))
         return off, flat
 
+    def range_rows(self) -> np.ndarray:
+        """The row layout of the range walk (see the note above `_range_bits`), built from the
+        trie arrays on first use (vectorised; tens of ms at 150k tokens). The root is the last row."""
+        rows = getattr(self, "_rows", None)
+        if rows is None:
+            nodes = self.nodes.astype(np.int64)
+            nn = len(nodes)
+            node_of_row = np.append(self.children[:, 1].astype(np.int64), 0)
+            code = _CODE[self.children[:, 0]]
+            if len(code) and code.min() < 0:
+                raise ValueError("trie holds a byte that is not an identifier character")
+            parent = np.repeat(np.arange(nn), nodes[:, 1] - nodes[:, 0])
+            mask = np.zeros(nn, dtype=np.uint64)
+            np.bitwise_or.at(mask, parent, np.left_shift(np.uint64(1), code.astype(np.uint64)))
+            v = node_of_row
+            i0, i1 = nodes[v, 2], nodes[v, 3]
+            ident = np.full(len(v), -1, dtype=np.int64)
+            has = i1 > i0
+            ident[has] = self.ident_ids[i0[has]]
+            ends_off = np.asarray(self.ends_off, dtype=np.int64)
+            rows = np.empty((len(v), 4), dtype=np.int64)
+            rows[:, 0] = mask[v].view(np.int64)
+            rows[:, 1] = nodes[v, 0] | (ident << 32)
+            rows[:, 2] = ends_off[v] | (ends_off[v + 1] << 32)
+            rows[:, 3] = i0 | (i1 << 32)
+            self._rows = rows
+        return rows
+
     def walk(self, fn, buf: np.ndarray) -> np.ndarray | None:
         """Sorted unique ids, or None when a suffix is not an ASCII identifier."""
         with self.lock:  # `seen`/`out` are per-trie scratch
@@ -451,6 +628,16 @@ class _Lead:
             empty_mask = np.zeros(size, dtype=bool)
             empty_mask[self.ends.get("", [])] = True
         self.empty_mask = empty_mask
+
+    def empty_bits(self) -> np.ndarray:
+        """`empty_mask` packed into uint64 words, bit i of word i // 64 (for the range walk)."""
+        bits = getattr(self, "_empty_bits", None)
+        if bits is None:
+            packed = np.packbits(self.empty_mask, bitorder="little")
+            words = np.zeros((self.size + 63) // 64 * 8, dtype=np.uint8)
+            words[:len(packed)] = packed
+            bits = self._empty_bits = words.view("<u8").astype(np.uint64)
+        return bits
 
     def _runs(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
         if self._split is None:
@@ -586,6 +773,61 @@ def _write_atomic(path: Path, data: bytes) -> None:
         pass  # a read-only home is fine: the index is rebuilt next time
 
 
+class CandidateSet:
+    """Candidate names (e.g. the members of one dereferenced expression), sorted and UTF-8
+    encoded once, so that every later step narrows them by an index range instead of touching
+    one Python string per name. Made by `VocabIndex.candidates` (which caches them); treat as
+    immutable. Names that start with a typed text are the contiguous range `span(typed)` of the
+    sorted list (UTF-8 byte order is code point order, which is Python's string order)."""
+
+    __slots__ = ("names", "key", "buf", "off", "odd", "_lcp")
+
+    def __init__(self, names: Iterable[str]):
+        self.key = names if isinstance(names, frozenset) else frozenset(names)
+        self.names: list[str] = sorted(self.key)
+        joined = "".join(self.names)
+        if joined.isascii():  # the usual case: one encode, lengths in characters = bytes
+            enc = self.names
+            raw = joined.encode("ascii")
+        else:
+            enc = [n.encode("utf-8", "surrogatepass") for n in self.names]
+            raw = b"".join(enc)
+        self.buf = np.frombuffer(raw, dtype=np.uint8) if raw else np.zeros(0, dtype=np.uint8)
+        self.off = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=self.off[1:])
+        # names holding a non-identifier character: their rests may need the exact path (rare)
+        self.odd = [] if (joined.isascii() and _IDENT_ALL.match(joined)) else \
+            [i for i, n in enumerate(self.names) if not (n.isascii() and _IDENT_ALL.match(n))]
+        fns = jit_range()
+        self._lcp: np.ndarray | None = fns[1](self.buf, self.off) if fns is not None else None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def lcp(self, fn) -> np.ndarray:
+        """Bytes each name shares with the one before it (compiled `_lcps`, computed once)."""
+        if self._lcp is None:
+            self._lcp = fn(self.buf, self.off)
+        return self._lcp
+
+    def span(self, typed: str = "") -> tuple[int, int]:
+        """[lo, hi): the names that start with `typed` (binary search, no per-name work)."""
+        if not typed:
+            return 0, len(self.names)
+        lo = bisect.bisect_left(self.names, typed)
+        # the names starting with `typed` are those below its successor (last character + 1)
+        end = typed.rstrip("\U0010ffff")
+        if not end:
+            return lo, len(self.names)
+        return lo, bisect.bisect_left(self.names, end[:-1] + chr(ord(end[-1]) + 1), lo)
+
+    def rests(self, typed: str = "") -> frozenset:
+        """The suffix set `allowed` would be given: rest of each name after `typed`."""
+        lo, hi = self.span(typed)
+        m = len(typed)
+        return frozenset(n[m:] for n in self.names[lo:hi])
+
+
 class VocabIndex:
     """Token texts plus lookup tables; see the module docstring for the question it answers."""
 
@@ -617,6 +859,8 @@ class VocabIndex:
         self._mask_cache: OrderedDict = OrderedDict()
         self.cache_size = 4096
         self.mask_cache_size = 256
+        self._cands: OrderedDict = OrderedDict()
+        self.candidates_cache_size = 64
         self.py_path_max_chars = PY_PATH_MAX_CHARS
 
     # -- construction -------------------------------------------------------------------------
@@ -714,6 +958,94 @@ class VocabIndex:
             t = t.pin_memory().to(device, non_blocking=True)
         _insert(self._mask_cache, key, t, self.mask_cache_size)
         return t
+
+    # -- the same question over an encoded candidate set ----------------------------------------
+    def candidates(self, names: Iterable[str]) -> CandidateSet:
+        """The candidate names sorted and encoded once (cached per frozenset of names, LRU): build
+        it when a member list becomes known, then ask `allowed_in` at every step."""
+        key = names if isinstance(names, frozenset) else frozenset(names)
+        hit = self._cands.get(key)
+        if hit is not None:
+            _touch(self._cands, key)
+            return hit
+        cs = CandidateSet(key)
+        _insert(self._cands, key, cs, self.candidates_cache_size)
+        return cs
+
+    def allowed_in(self, cs: CandidateSet, typed: str = "", prefix: str = "") -> np.ndarray:
+        """`allowed({n[len(typed):] for n in cs.names if n.startswith(typed)}, prefix)`, without
+        building that set: the names starting with `typed` are an index range of `cs`, walked
+        against the trie by compiled code (no per-name Python work; names with non-identifier
+        characters after `typed` add an exact pure-Python pass). Cached; do not modify the array."""
+        key = (cs.key, typed, prefix)  # 3-tuples: never equal to allowed()'s 2-tuple keys
+        hit = self._cache.get(key)
+        if hit is not None:
+            _touch(self._cache, key)
+            return hit
+        out = self._compute_in(cs, typed, prefix)
+        _insert(self._cache, key, out, self.cache_size)
+        return out
+
+    def allowed_mask_in(self, cs: CandidateSet, typed: str = "", prefix: str = "",
+                        width: int | None = None, device=None):
+        """`allowed_in` as a torch.bool tensor of length `width` (default: vocab size) on `device`,
+        cached like `allowed_mask` (a repeated step copies nothing). Do not modify it."""
+        import torch
+        width = self.size if width is None else int(width)
+        key = (cs.key, typed, prefix, width, str(device) if device is not None else "cpu", "in")
+        hit = self._mask_cache.get(key)
+        if hit is not None:
+            _touch(self._mask_cache, key)
+            return hit
+        ids = self._cache.get((cs.key, typed, prefix))
+        if ids is None and jit_range() is not None:  # straight from the walk's bitmap
+            bits = self._compute_in(cs, typed, prefix, as_bits=True)
+            n = min(width, self.size)
+            mask = np.unpackbits(bits.view(np.uint8), count=n, bitorder="little").view(np.bool_)
+            if width > n:
+                mask = np.concatenate([mask, np.zeros(width - n, dtype=np.bool_)])
+        else:
+            ids = self.allowed_in(cs, typed, prefix) if ids is None else ids
+            mask = np.zeros(width, dtype=bool)
+            mask[ids[ids < width]] = True
+        t = torch.from_numpy(mask)
+        if device is not None and torch.device(device).type != "cpu":
+            t = t.pin_memory().to(device, non_blocking=True)
+        _insert(self._mask_cache, key, t, self.mask_cache_size)
+        return t
+
+    def _compute_in(self, cs: CandidateSet, typed: str, prefix: str, path: str | None = None,
+                    as_bits: bool = False):
+        """`path`: None (compiled range walk where numba is on, else `_compute` on the rests),
+        "jit", or "py"/"np" (`_compute`'s paths on the rests; tests compare all of them).
+        `as_bits`: return the compiled walk's bitmap instead of ids (jit only)."""
+        fns = jit_range() if path in (None, "jit") else None
+        if path == "jit" and fns is None:
+            raise RuntimeError("the compiled path needs numba")
+        if fns is None:
+            return self._compute(cs.rests(typed), prefix, path)
+        walk = fns[0]
+        lo, hi = cs.span(typed)
+        parts: list[int] = []
+        for k in range(1, min(len(prefix), self.max_text) + 1):  # tokens ending inside prefix
+            ids = self.by_text.get(prefix[:k])
+            if ids:
+                parts.extend(ids)
+        sub = self._lead(prefix)
+        sub.prepare(jit=True)
+        m = len(typed)
+        for i in cs.odd:  # names with odd characters: exact pass where the rest holds one
+            if lo <= i < hi:
+                r = cs.names[i][m:]
+                if not (r.isascii() and _IDENT_ALL.match(r)):
+                    sub.py_one(r, parts)
+        trie = sub._trie
+        rows = trie.range_rows()
+        k = len(typed) if typed.isascii() else len(typed.encode("utf-8", "surrogatepass"))
+        bits, ids = walk(cs.buf, cs.off, cs.lcp(fns[1]), lo, hi, k, len(rows) - 1, rows, trie.ident_ids,
+                         trie.ends_ids, np.asarray(parts, dtype=np.int64) if parts else _EMPTY,
+                         sub.empty_bits(), self.size, not as_bits)
+        return bits if as_bits else ids
 
     def clear_cache(self) -> None:
         """Forget cached answers (the precomputed tables stay); benchmarks use it for cold steps."""
