@@ -101,11 +101,11 @@ class Engine:
             ids[i, P - n:] = torch.tensor(s.prompt_ids, dtype=torch.long)
             attn[i, P - n:] = 1
         ids, attn = ids.to(dev), attn.to(dev)
-        logits, past = self._forward(ids, attn, None)
         rows = [_Row(i, s, self.vocab, P - 1) for i, s in enumerate(specs)]
-        for r in rows:
+        for r in rows:                  # before the prefill: guides may start analyses now
             for g in r.spec.guides:
                 g.reset(r.view)
+        logits, past = self._forward(ids, attn, None)
         gens = make_generators([s.seed for s in specs], dev) if sampling.temperature > 0 else None
         T, top_p = sampling.temperature, sampling.top_p
         max_steps = 2 * sampling.max_new_tokens + 16   # rollbacks re-do steps; bound them

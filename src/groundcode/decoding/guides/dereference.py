@@ -20,8 +20,10 @@ Not here: jedi (analysis/jedi.py), tensors (decoding/masking.py), the loop (deco
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
+import textwrap
 
 import numpy as np
 
@@ -51,7 +53,7 @@ class DereferenceMonitor(Guide):
         self.version = getattr(ctx, "version", "")
         self.state = WAIT
         self._clear()
-        self._prefetch_self()
+        self._prefetch()
         # The cursor may sit right after a dot (`obj.|`): trigger before the first token.
         p = self.prefix
         if p.endswith(".") and self.lexer.dot_is_code(p, len(p) - 1):
@@ -100,17 +102,27 @@ class DereferenceMonitor(Guide):
         col = len(code_before) - (code_before.rfind("\n") + 1)
         return code_before + "\n" + ctx.after, line, col
 
-    def _prefetch_self(self) -> None:
-        """A method's body will say `self.` soon: ask for its members in the background."""
+    def _prefetch(self) -> None:
+        """A body is about to be written: ask in the background for the members of the
+        function's parameters (`self`, `ctx`, ...), the receivers it most often dots into."""
         ctx = self.ctx
-        m = re.search(r"^([ \t]*)(async\s+)?def\s+\w+\s*\(\s*(self|cls)\b", self.prefix, re.M)
         prefetch = getattr(self.analyzer, "prefetch", None)
-        if not m or prefetch is None or not getattr(ctx, "starts_at_line", False):
+        if prefetch is None or not getattr(ctx, "starts_at_line", False):
             return
-        upto = m.group(1) + "    " + m.group(3) + "."
-        code, line, col = self._where(upto)
-        prefetch(code, ctx.path, line, col, receiver=m.group(3),
-                 cache_key=self._key(m.group(3), "", upto))
+        m = re.search(r"^([ \t]*)(async[ \t]+)?def[ \t]+\w+[ \t]*\(", self.prefix, re.M)
+        if not m:
+            return
+        try:
+            node = ast.parse(textwrap.dedent(self.prefix[m.start():]) + "\n    pass\n").body[0]
+            args = node.args
+        except (SyntaxError, IndexError, AttributeError):
+            return
+        params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs][:6]
+        indent = m.group(1) + "    "
+        for p in params:
+            upto = indent + p + "."
+            code, line, col = self._where(upto)
+            prefetch(code, ctx.path, line, col, receiver=p, cache_key=self._key(p, "", upto))
 
     def _analyze(self, row: RowView, upto_dot: str) -> TriggerRecord | None:
         """Ask for the members after the dot that ends `upto_dot` (generated text)."""
