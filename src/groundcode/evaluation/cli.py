@@ -159,7 +159,8 @@ def score(
     first = next(iter(s.values()), None)
     if first:
         t = first["scoring"]
-        typer.echo(f"lint: {t['lint_s_per_sample']} s/sample over {t['lint_jobs']} samples ({t['lint_seconds']} s)")
+        typer.echo(f"lint: {t['lint_s_per_sample']} s/sample wall, {t['lint_cpu_s_per_sample']} s/sample CPU, "
+                   f"over {t['lint_jobs']} samples ({t['lint_seconds']} s)")
 
 
 @app.command()

@@ -66,15 +66,14 @@ def metric_table(summary: dict, kind: str, baseline: str, k_index: int = 0) -> t
 
 
 def config_table(summary: dict) -> tuple[list[str], list[list[str]]]:
-    header = ["config", "model", "monitor", "schedule", "top_p", "max_new_tokens", "lint s/sample"]
+    header = ["config", "model", "monitor", "schedule", "top_p", "max_new_tokens"]
     rows = []
     for c, d in summary.items():
         r = d.get("run") or {}
         model = "reference (oracle)" if r.get("oracle") else (r.get("model") or "default (shipped)")
         rows.append([c, str(model), "" if r.get("oracle") else str(r.get("monitor", "")), str(r.get("schedule", "")),
                      str(r.get("top_p", "")) if r.get("schedule") not in (None, "greedy") else "-",
-                     str(r.get("max_new_tokens", "")),
-                     str((d.get("scoring") or {}).get("lint_s_per_sample", ""))])
+                     str(r.get("max_new_tokens", ""))])
     return header, rows
 
 
@@ -186,6 +185,12 @@ def write_report(summary: dict, out_dir: Path, *, results: list[dict] | None = N
     header, rows = config_table(summary)
     md += ["## Configurations", "", _md_table(header, rows), ""]
     hb += ["<h2>Configurations</h2>", _html_table(header, rows)]
+    timing = next((d.get("scoring") for d in summary.values() if d.get("scoring")), None)
+    if timing:
+        line = (f"Success-rate lint: {timing['lint_jobs']} samples, {timing['lint_s_per_sample']} s/sample wall, "
+                f"{timing.get('lint_cpu_s_per_sample', '?')} s/sample CPU (pylint workers).")
+        md += [line, ""]
+        hb.append(f"<p>{html.escape(line)}</p>")
     for kind in kinds:
         header, rows = metric_table(summary, kind, baseline, 0)
         md += [f"## {kind} tasks: score@1", "", _md_table(header, rows), ""]

@@ -13,6 +13,7 @@ Test: tests/test_bench_e2e.py.
 from __future__ import annotations
 
 import json
+import resource
 import textwrap
 import time
 from pathlib import Path
@@ -105,9 +106,11 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
         rows.append(row)
         if progress:
             progress(1)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     lint_results = check(jobs, workers=workers)
     t_lint = time.perf_counter() - t0
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_lint = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)   # the pylint workers' CPU time
     for row in rows:
         row["metrics"]["success"] = [0.0] * len(row["completions"])
         row["lint"] = [[] if b.strip() else ["empty completion"] for b in row["completions"]]
@@ -116,7 +119,8 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
         rows[ri]["lint"][j] = res.messages + (["pylint crashed"] if res.crashed else [])
     write_jsonl(out, rows)
     return {"lint_seconds": round(t_lint, 2), "lint_jobs": len(jobs),
-            "lint_s_per_sample": round(t_lint / max(1, len(jobs)), 3)}
+            "lint_s_per_sample": round(t_lint / max(1, len(jobs)), 3),
+            "lint_cpu_s_per_sample": round(cpu_lint / max(1, len(jobs)), 3)}
 
 
 def summarize(results: list[dict]) -> dict:
