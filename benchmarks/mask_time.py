@@ -16,6 +16,13 @@ from the stdlib (seeded samples):
 - wall and thread-CPU time for cold steps (the machine is shared; CPU time is less disturbed);
 - index build time: cold (decode the vocabulary + build tables) and from the disk cache, and the
   time to import numba and load (or compile) the walk;
+- allowed_in rows (the per-step API the monitor moves to): the candidate set is sorted and encoded
+  once per trigger (`index.candidates(names)`, timed separately: "candidate-set build µs (once per
+  trigger)"), then each step is `allowed_in(cs, typed, prefix)`, uncached (answer caches cleared,
+  the candidate set kept): first step (typed ""), first step with prefix ".", and narrowing steps
+  with typed = the first 1 or 3 characters of a random candidate; with, per row, the same step
+  warm, `allowed_mask_in` uncached, and the old per-step cost on the same query (build the rests
+  of the names by hand, then uncached `allowed`). CPU caches are not flushed between steps;
 - a calibration loop (CPU µs for `sum(range(10000))`), to compare runs on differently loaded machines.
 
     .venv/bin/python benchmarks/mask_time.py [--reps 300] [--out benchmarks/results/mask_time.json]
@@ -114,6 +121,67 @@ def first_steps(index: VocabIndex, sets: list[frozenset], prefix: str, n: int, k
             "allowed_ids_p50": int(np.median(sizes))}
 
 
+def time_in(index: VocabIndex, cs, typed: str, prefix: str):
+    """One uncached `allowed_in` step: answer caches cleared, the candidate set kept (it is built
+    once per trigger and timed on its own)."""
+    index.clear_cache()
+    c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
+    ids = index.allowed_in(cs, typed, prefix)
+    w1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+    return ids, (w1 - w0) / 1e3, (c1 - c0) / 1e3
+
+
+def old_step(index: VocabIndex, names: list[str], typed: str, prefix: str) -> float:
+    """What a step cost before: build the rests of the names by hand, then uncached `allowed`."""
+    index.clear_cache()
+    w0 = time.perf_counter_ns()
+    index.allowed(frozenset(n[len(typed):] for n in names if n.startswith(typed)), prefix)
+    return (time.perf_counter_ns() - w0) / 1e3
+
+
+def in_steps(index: VocabIndex, sets: list[frozenset], n: int, kind: str, prefix: str, typed_len: int,
+             rng: random.Random) -> dict:
+    """`allowed_in` rows: per candidate set, build the CandidateSet (from a list, as the monitor
+    gets names; its LRU emptied first), then one uncached step at typed = the first `typed_len`
+    characters of a random name (0: the first step after `expr.`), then the same step warm, and
+    the uncached `allowed_mask_in` of it."""
+    build, cold, cpu, warm, mask, old, sizes, ranges = [], [], [], [], [], [], [], []
+    gc.collect()
+    for s in sets:
+        names = list(s)
+        index._cands.clear()
+        w0 = time.perf_counter_ns()
+        cs = index.candidates(names)
+        build.append((time.perf_counter_ns() - w0) / 1e3)
+        typed = rng.choice(cs.names)[:typed_len] if typed_len else ""
+        ids, w, c = time_in(index, cs, typed, prefix)
+        cold.append(w)
+        cpu.append(c)
+        sizes.append(len(ids))
+        lo, hi = cs.span(typed)
+        ranges.append(hi - lo)
+        warm.append(time_call(index.allowed_in, cs, typed, prefix))
+        index.clear_cache()
+        mask.append(time_call(index.allowed_mask_in, cs, typed, prefix))
+        old.append(old_step(index, cs.names, typed, prefix))
+    return {"candidates": n, "kind": kind, "prefix": prefix, "typed_chars": typed_len,
+            "cold_us": pct(cold), "cold_cpu_us": pct(cpu), "warm_us": pct(warm), "mask_cold_us": pct(mask),
+            "candidate_set_build_us": pct(build), "old_allowed_cold_us": pct(old),
+            "allowed_ids_p50": int(np.median(sizes)), "names_in_range_p50": int(np.median(ranges))}
+
+
+def bench_in(index: VocabIndex, names: list[str], reps: int) -> list[dict]:
+    rows = []
+    for n in SIZES:
+        rng = random.Random(f"{SEED}-in-{n}")
+        sets = [frozenset(rng.sample(names, n)) for _ in range(reps)]
+        rows.append(in_steps(index, sets, n, "first step", "", 0, rng))
+        rows.append(in_steps(index, sets[: max(1, reps // 3)], n, "first step, prefix '.'", ".", 0, rng))
+        rows.append(in_steps(index, sets, n, "typed 1 char", "", 1, rng))
+        rows.append(in_steps(index, sets, n, "typed 3 chars", "", 3, rng))
+    return rows
+
+
 def bench_sizes(index: VocabIndex, names: list[str], reps: int, sessions: int) -> list[dict]:
     rows = []
     for n in SIZES:
@@ -207,7 +275,9 @@ def main() -> None:
     t_start = time.perf_counter()
     jit_s = time.perf_counter()
     jit = jit_walk() is not None
-    VocabIndex(["a", "ab", "("])._compute(frozenset(["ab"]), "")  # import numba, load/compile the walk
+    warm_up = VocabIndex(["a", "ab", "("])  # import numba, load/compile both walks
+    warm_up._compute(frozenset(["ab"]), "")
+    warm_up.allowed_in(warm_up.candidates(["ab", "b"]), "a")
     jit_s = round(time.perf_counter() - jit_s, 3)
     names = harvest_names()
     result = {"benchmark": "mask_time", "machine": info, "seed": SEED, "candidate_pool": len(names),
@@ -217,16 +287,32 @@ def main() -> None:
     for col in ["vocab", "cands", "step", "ids p50", "cold p50", "cold p99", "cold CPU p50", "cold CPU p99",
                 "warm p50", "warm p99", "np p50", "np p99", "py p50", "py p99"]:
         table.add_column(col, justify="right")
+    table_in = Table(title="vocab index: allowed_in per constrained step (µs); candidate set encoded once per trigger")
+    for col in ["vocab", "cands", "step", "names in range", "ids p50", "cold p50", "cold p99", "cold CPU p50",
+                "cold CPU p99", "warm p50", "warm p99", "mask cold p50", "mask cold p99",
+                "candidate-set build µs (once per trigger) p50", "build p99", "old: rests+allowed cold p50",
+                "old p99"]:
+        table_in.add_column(col, justify="right")
     for name in args.vocabs.split(","):
         tok = _tokenizers.load(name)
         build, index = build_times(tok)
+        t0 = time.perf_counter()
+        index._root._trie.range_rows()
+        build["range_rows_s"] = round(time.perf_counter() - t0, 3)
         rows = bench_sizes(index, names, args.reps, args.sessions)
+        rows_in = bench_in(index, names, args.reps)
         result["vocabs"][name] = {"vocab_size": index.size, "family": _tokenizers.RECIPES[name][1],
-                                  "build": build, "rows": rows}
+                                  "build": build, "rows": rows, "rows_allowed_in": rows_in}
         for r in rows:
             table.add_row(f"{name} ({index.size})", str(r["candidates"]), r["kind"], str(r["allowed_ids_p50"]),
                           *[str(r[k][q]) for k in ("cold_us", "cold_cpu_us", "warm_us", "np_cold_us", "py_cold_us")
                             for q in ("p50", "p99")])
+        for r in rows_in:
+            table_in.add_row(f"{name} ({index.size})", str(r["candidates"]), r["kind"], str(r["names_in_range_p50"]),
+                             str(r["allowed_ids_p50"]),
+                             *[str(r[k][q]) for k in ("cold_us", "cold_cpu_us", "warm_us", "mask_cold_us",
+                                                       "candidate_set_build_us", "old_allowed_cold_us")
+                               for q in ("p50", "p99")])
     info["loadavg_end"] = list(os.getloadavg())
     info["calibration_cpu_us_end"] = calibrate()
     result["wall_s"] = round(time.perf_counter() - t_start, 1)
@@ -238,12 +324,21 @@ def main() -> None:
             "cold_p50_us": target["cold_us"]["p50"], "cold_p99_us": target["cold_us"]["p99"],
             "met": target["cold_us"]["p50"] <= 50 and target["cold_us"]["p99"] <= 500,
             "warm_met": target["warm_us"]["p50"] <= 50 and target["warm_us"]["p99"] <= 500}
-    console = Console(width=200)
+    big_in = result["vocabs"].get("bpe150k", {}).get("rows_allowed_in", [])
+    result["target_150k_1000_allowed_in"] = {
+        r["kind"]: {"p50_target_us": 50, "p99_target_us": 500, "cold_p50_us": r["cold_us"]["p50"],
+                    "cold_p99_us": r["cold_us"]["p99"], "cold_cpu_p50_us": r["cold_cpu_us"]["p50"],
+                    "cold_cpu_p99_us": r["cold_cpu_us"]["p99"],
+                    "met_wall": r["cold_us"]["p50"] <= 50 and r["cold_us"]["p99"] <= 500,
+                    "met_cpu": r["cold_cpu_us"]["p50"] <= 50 and r["cold_cpu_us"]["p99"] <= 500}
+        for r in big_in if r["candidates"] == 1000}
+    console = Console(width=260)
     console.print(table)
+    console.print(table_in)
     for name, v in result["vocabs"].items():
         console.print(f"{name}: build cold {v['build']['cold_s']} s (decode {v['build']['decode_s']} s, "
                       f"tables {v['build']['tables_s']} s), from disk cache {v['build']['disk_cache_s']} s")
-    console.print(f"compiled walk: {jit} (numba import + load/compile {jit_s} s); load average start "
+    console.print(f"compiled walk: {jit} (numba import + load/compile of both walks {jit_s} s); load average start "
                   f"{info['loadavg_start']} end {info['loadavg_end']}; calibration "
                   f"{info['calibration_cpu_us_start']}/{info['calibration_cpu_us_end']} CPU µs; "
                   f"{info['cores']} cores; wall {result['wall_s']} s")

@@ -5,6 +5,7 @@ disk cache, special tokens and the "" suffix. Run: .venv/bin/python -m pytest te
 """
 from __future__ import annotations
 
+import os
 import random
 import re
 
@@ -352,17 +353,34 @@ def test_allowed_in_matches_allowed_and_brute_force(indexes, name, path):
 
 def test_candidate_set_span_is_the_names_starting_with_typed():
     rng = random.Random(7)
-    alphabet = "ab_Zé\U0010ffff."
+    alphabet = "ab_Zé\U0010ffff.\0"
     for _ in range(200):
         names = {"".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 5))) for _ in range(rng.randrange(0, 30))}
+        if rng.random() < 0.5:
+            names = {n for n in names if n.isascii() and "\0" not in n}  # the compiled sort
         cs = VocabIndex(["a"]).candidates(names)
         assert cs.names == sorted(names) and len(cs) == len(names)
         for typed in ["", *("".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 4))) for _ in range(5))]:
             lo, hi = cs.span(typed)
             assert cs.names[lo:hi] == [n for n in cs.names if n.startswith(typed)], typed
             assert cs.rests(typed) == rests(names, typed)
-        # the encoding: name i is buf[off[i]:off[i+1]] in UTF-8
-        assert [bytes(cs.buf[cs.off[i]:cs.off[i + 1]]).decode("utf-8") for i in range(len(cs))] == cs.names
+        # the encoding: name i is buf[start[i]:end[i]] in UTF-8 (surrogates passed through)
+        assert [bytes(cs.buf[cs.start[i]:cs.end[i]]).decode("utf-8", "surrogatepass")
+                for i in range(len(cs))] == cs.names
+
+
+def test_candidate_set_sorts_long_shared_prefixes():
+    """Names sharing their first 8 bytes (sorted by the compiled path's tie-break) and odd ones."""
+    rng = random.Random(9)
+    for _ in range(50):
+        names = {rng.choice(["assertAlmost", "assertAl", "__init_subclass", "x", "assertA"]) +
+                 "".join(rng.choice("aAz_9") for _ in range(rng.randrange(0, 6))) for _ in range(rng.randrange(1, 60))}
+        cs = VocabIndex(["a"]).candidates(names)
+        assert cs.names == sorted(names)
+        assert [bytes(cs.buf[cs.start[i]:cs.end[i]]).decode() for i in range(len(cs))] == cs.names
+        if vocab_mod.jit_range() is not None:
+            shared = [len(os.path.commonprefix([a, b])) for a, b in zip(cs.names, cs.names[1:])]
+            assert cs._lcp.tolist() == [0, *shared]
 
 
 def test_allowed_in_public_api(indexes):

@@ -10,6 +10,14 @@ identifier), after which any non-identifier character may follow (`(`, `)`, `.`,
     ids = index.allowed({"append"}, prefix=").")          # tokens that merged the dot: `).app`...
     mask = index.allowed_mask({"append"}, width=logits.shape[-1], device=logits.device)
 
+The per-step form the monitor uses: encode the candidate names once per trigger, then narrow by
+what has been typed of the name (the names starting with it are an index range of the sorted set):
+
+    cs = index.candidates(member_names)                  # sorted + encoded once (LRU by frozenset)
+    ids = index.allowed_in(cs)                           # == allowed(member_names)
+    ids = index.allowed_in(cs, typed="app", prefix="")  # == allowed({n[3:] for n ... if n.startswith("app")})
+    mask = index.allowed_mask_in(cs, "app", width=logits.shape[-1], device=logits.device)
+
 Handles byte-level BPE (GPT-2 `Ġ`) and SentencePiece (`▁`, `<0xNN>`) vocabularies; special
 tokens have text "" and are never allowed.
 
@@ -23,7 +31,12 @@ suffix ends (numba is a dependency, imported lazily here and nowhere else; GROUN
 a missing numba falls back to a vectorised numpy path: 64-bit prefix hashes of all suffixes at
 once, looked up in an open-addressing table). Suffixes that are not plain ASCII identifiers (rare)
 take an exact pure-Python path. "" in suffixes adds a precomputed mask (tokens that start with a
-non-identifier character). Answers are kept in an LRU keyed by (frozenset(suffixes), prefix);
+non-identifier character). `allowed_in` answers without any per-name Python work: a second
+layout of the same trie (one row per node; a child found by a bit mask and a popcount, no scan)
+is walked by compiled code along the range of sorted encoded names, each name resuming below
+the bytes it shares with the previous one, into a bitmap of the vocabulary that becomes sorted
+ids (or, for `allowed_mask_in`, the boolean mask directly). Without numba, `allowed_in` builds
+the rests and asks `allowed` (same answers; tests compare every path with a brute-force scan). Answers are kept in an LRU keyed by (frozenset(suffixes), prefix);
 `allowed_mask` keeps boolean masks already on the logits' device in a second LRU, so a repeated
 step copies nothing and never waits on the host.
 
@@ -376,18 +389,16 @@ _CODE = np.full(256, -1, dtype=np.int64)
 _CODE[[ord(c) for c in IDENT_CODES]] = np.arange(len(IDENT_CODES))
 
 
-def _range_walk(buf, off, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra, empty_bits, nbits,
-                want_ids):
-    """`_range_bits`, then its sorted ids if `want_ids` (else an empty array): one compiled call."""
-    bits = _range_bits(buf, off, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra, empty_bits, nbits)
-    if want_ids:
-        return bits, _bits_ids(bits)
-    return bits, np.zeros(0, dtype=np.int64)
+def _range_ids(buf, start, end, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra, empty_bits, nbits):
+    """`_range_bits` as sorted ids, in one compiled call."""
+    return _bits_ids(_range_bits(buf, start, end, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra,
+                                 empty_bits, nbits))
 
 
-def _range_bits(buf, off, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra, empty_bits, nbits):
+def _range_bits(buf, start, end, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra, empty_bits,
+                nbits):
     """Allowed tokens, as a bitmap of `nbits` bits, for the suffixes name[k:] of the sorted,
-    encoded candidate names lo..hi-1 (`buf` bytes, name i = buf[off[i]:off[i+1]], lcp[i] = bytes
+    encoded candidate names lo..hi-1 (name i = buf[start[i]:end[i]], lcp[i] = bytes
     shared with name i-1). Names are visited in sorted order, so each walk resumes below the part
     it shares with the previous name: every trie node on the way is read once. A name that falls
     off the trie (no token continues it, or a byte that is not an identifier character) adds only
@@ -397,15 +408,15 @@ def _range_bits(buf, off, lcp, lo, hi, k, root, rows, ident_ids, ends_ids, extra
     one = np.uint64(1)
     longest = 0
     for i in range(lo, hi):
-        longest = max(longest, off[i + 1] - off[i] - k)
+        longest = max(longest, end[i] - start[i] - k)
     stack = np.empty(longest + 1, dtype=np.int64)  # stack[d]: row after d bytes
     stack[0] = root
     prev_depth = 0
     dead = -1  # depth at which the previous name fell off, -1 if it did not
     empty = False
     for i in range(lo, hi):
-        st = off[i] + k
-        ln = off[i + 1] - st
+        st = start[i] + k
+        ln = end[i] - st
         if ln <= 0:
             empty = True
             prev_depth = 0
@@ -482,14 +493,70 @@ def _bits_ids(bits):
     return out
 
 
-def _lcps(buf, off):
-    """lcp[i]: bytes name i shares with name i-1 (lcp[0] = 0)."""
-    n = off.shape[0] - 1
-    lcp = np.zeros(max(n, 0), dtype=np.int64)
+def _sort_names(raw):
+    """Sort NUL-terminated ASCII names (`raw`, no NUL inside a name) in byte order, which is
+    Python's string order: by their first 8 bytes (one integer sort), then runs sharing those
+    bytes by insertion sort on the rest. Returns (order, start and end of each name in `raw` in
+    sorted order, lcps, number of bytes that are not identifier characters)."""
+    n = 0
+    bad = 0
+    for i in range(raw.shape[0]):
+        if raw[i] == 0:
+            n += 1
+        elif _CODE[raw[i]] < 0:
+            bad += 1
+    starts = np.empty(n, dtype=np.int64)
+    lens = np.empty(n, dtype=np.int64)
+    keys = np.zeros(n, dtype=np.uint64)
+    k = 0
+    s = 0
+    for i in range(raw.shape[0]):
+        if raw[i] == 0:
+            starts[k] = s
+            lens[k] = i - s
+            key = np.uint64(0)
+            for j in range(8):
+                key = key << np.uint64(8)
+                if j < i - s:
+                    key = key | np.uint64(raw[s + j])
+            keys[k] = key
+            k += 1
+            s = i + 1
+    order = np.argsort(keys)
+    a = 0
+    while a < n:  # runs with equal keys: insertion sort on the full bytes
+        b = a + 1
+        while b < n and keys[order[b]] == keys[order[a]]:
+            b += 1
+        for i in range(a + 1, b):
+            x = order[i]
+            j = i - 1
+            while j >= a:
+                y = order[j]
+                m = min(lens[x], lens[y])
+                c = 0
+                while c < m and raw[starts[x] + c] == raw[starts[y] + c]:
+                    c += 1
+                less = raw[starts[x] + c] < raw[starts[y] + c] if c < m else lens[x] < lens[y]
+                if not less:
+                    break
+                order[j + 1] = y
+                j -= 1
+            order[j + 1] = x
+        a = b
+    start = starts[order]
+    end = start + lens[order]
+    return order, start, end, _lcps(raw, start, end), bad
+
+
+def _lcps(buf, start, end):
+    """lcp[i]: bytes name i (buf[start[i]:end[i]]) shares with name i-1 (lcp[0] = 0)."""
+    n = start.shape[0]
+    lcp = np.zeros(n, dtype=np.int64)
     for i in range(1, n):
-        a = off[i - 1]
-        b = off[i]
-        m = min(off[i] - a, off[i + 1] - b)
+        a = start[i - 1]
+        b = start[i]
+        m = min(end[i - 1] - a, end[i] - b)
         j = 0
         while j < m and buf[a + j] == buf[b + j]:
             j += 1
@@ -498,18 +565,20 @@ def _lcps(buf, off):
 
 
 def jit_range():
-    """The compiled (`_range_walk`, `_lcps`), or None where the compiled walk is off. The helpers
-    are compiled first and put in place of the module's Python ones, so that `_range_walk` (which
-    calls them) compiles against them."""
+    """The compiled (`_range_ids`, `_range_bits`, `_lcps`, `_sort_names`), or None where the
+    compiled walk is off.
+    The helpers are compiled first and put in place of the module's Python ones, so that
+    `_range_ids` (which calls them) compiles against them."""
     if jit_walk() is None:
         return None
     if "range" not in _JIT:
         import numba
         g = globals()
-        for name in ("_range_bits", "_bits_ids"):
+        for name in ("_range_bits", "_bits_ids", "_lcps"):
             if not hasattr(g[name], "py_func"):
                 g[name] = numba.njit(cache=True, nogil=True)(g[name])
-        _JIT["range"] = (numba.njit(cache=True, nogil=True)(_range_walk), numba.njit(cache=True, nogil=True)(_lcps))
+        _JIT["range"] = (numba.njit(cache=True, nogil=True)(_range_ids), g["_range_bits"], g["_lcps"],
+                         numba.njit(cache=True, nogil=True)(_sort_names))
     return _JIT["range"]
 
 
@@ -780,26 +849,31 @@ class CandidateSet:
     immutable. Names that start with a typed text are the contiguous range `span(typed)` of the
     sorted list (UTF-8 byte order is code point order, which is Python's string order)."""
 
-    __slots__ = ("names", "key", "buf", "off", "odd", "_lcp")
+    __slots__ = ("names", "key", "buf", "start", "end", "odd", "_lcp")
 
     def __init__(self, names: Iterable[str]):
         self.key = names if isinstance(names, frozenset) else frozenset(names)
-        self.names: list[str] = sorted(self.key)
-        joined = "".join(self.names)
-        if joined.isascii():  # the usual case: one encode, lengths in characters = bytes
-            enc = self.names
-            raw = joined.encode("ascii")
-        else:
+        fns = jit_range()
+        listed = list(self.key)
+        joined = "\0".join(listed)
+        if fns is not None and listed and joined.isascii() and joined.count("\0") == len(listed) - 1:
+            # the usual case (no NUL inside a name): sorted and encoded by compiled code
+            self.buf = np.frombuffer((joined + "\0").encode("ascii"), dtype=np.uint8)
+            order, self.start, self.end, self._lcp, bad = fns[3](self.buf)
+            self.names: list[str] = np.array(listed, dtype=object)[order].tolist()
+        else:  # names with NUL or non-ASCII characters; or no numba
+            self.names = sorted(listed)
             enc = [n.encode("utf-8", "surrogatepass") for n in self.names]
             raw = b"".join(enc)
-        self.buf = np.frombuffer(raw, dtype=np.uint8) if raw else np.zeros(0, dtype=np.uint8)
-        self.off = np.zeros(len(enc) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=self.off[1:])
+            self.buf = np.frombuffer(raw, dtype=np.uint8) if raw else np.zeros(0, dtype=np.uint8)
+            off = np.zeros(len(enc) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=off[1:])
+            self.start, self.end = off[:-1].copy(), off[1:].copy()
+            self._lcp = fns[2](self.buf, self.start, self.end) if fns is not None else None
+            bad = 1
         # names holding a non-identifier character: their rests may need the exact path (rare)
-        self.odd = [] if (joined.isascii() and _IDENT_ALL.match(joined)) else \
-            [i for i, n in enumerate(self.names) if not (n.isascii() and _IDENT_ALL.match(n))]
-        fns = jit_range()
-        self._lcp: np.ndarray | None = fns[1](self.buf, self.off) if fns is not None else None
+        self.odd = [i for i, n in enumerate(self.names) if not (n.isascii() and _IDENT_ALL.match(n))] \
+            if bad else []
 
     def __len__(self) -> int:
         return len(self.names)
@@ -807,7 +881,7 @@ class CandidateSet:
     def lcp(self, fn) -> np.ndarray:
         """Bytes each name shares with the one before it (compiled `_lcps`, computed once)."""
         if self._lcp is None:
-            self._lcp = fn(self.buf, self.off)
+            self._lcp = fn(self.buf, self.start, self.end)
         return self._lcp
 
     def span(self, typed: str = "") -> tuple[int, int]:
@@ -1024,7 +1098,6 @@ class VocabIndex:
             raise RuntimeError("the compiled path needs numba")
         if fns is None:
             return self._compute(cs.rests(typed), prefix, path)
-        walk = fns[0]
         lo, hi = cs.span(typed)
         parts: list[int] = []
         for k in range(1, min(len(prefix), self.max_text) + 1):  # tokens ending inside prefix
@@ -1042,10 +1115,10 @@ class VocabIndex:
         trie = sub._trie
         rows = trie.range_rows()
         k = len(typed) if typed.isascii() else len(typed.encode("utf-8", "surrogatepass"))
-        bits, ids = walk(cs.buf, cs.off, cs.lcp(fns[1]), lo, hi, k, len(rows) - 1, rows, trie.ident_ids,
-                         trie.ends_ids, np.asarray(parts, dtype=np.int64) if parts else _EMPTY,
-                         sub.empty_bits(), self.size, not as_bits)
-        return bits if as_bits else ids
+        walk = fns[1] if as_bits else fns[0]
+        return walk(cs.buf, cs.start, cs.end, cs.lcp(fns[2]), lo, hi, k, len(rows) - 1, rows, trie.ident_ids,
+                    trie.ends_ids, np.asarray(parts, dtype=np.int64) if parts else _EMPTY,
+                    sub.empty_bits(), self.size)
 
     def clear_cache(self) -> None:
         """Forget cached answers (the precomputed tables stay); benchmarks use it for cold steps."""
