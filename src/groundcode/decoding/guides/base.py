@@ -53,6 +53,19 @@ class RowView:
         return self.text[: self.ends[n_tokens - 1]] if n_tokens else ""
 
 
+def token_flags(vocab) -> tuple[list, list]:
+    """(has_dot, has_newline) of every token as Python lists: a list index costs a fraction of
+    a numpy scalar index, and guides ask on every step. Cached on the vocab object."""
+    flags = getattr(vocab, "_guide_flags", None)
+    if flags is None:
+        flags = (vocab.has_dot.tolist(), vocab.has_newline.tolist())
+        try:
+            vocab._guide_flags = flags
+        except AttributeError:
+            pass
+    return flags
+
+
 class Guide:
     """Base class with the no-op behaviour; subclasses override what they need."""
 

@@ -4,7 +4,7 @@ non-blank character; lines inside multi-line strings don't count."""
 from __future__ import annotations
 
 from ...pycode import Lexer
-from .base import Guide, RowView
+from .base import Guide, RowView, token_flags
 
 
 class BodyEnd(Guide):
@@ -13,20 +13,26 @@ class BodyEnd(Guide):
 
     def reset(self, row: RowView) -> None:
         self._lexer = Lexer(getattr(row.context, "lex_prefix", ""))
-        self._seen = 0                 # text examined so far
+        self._newline = token_flags(row.vocab)[1]
         self._has_content = False      # the current line already has a non-blank character
+        self._cut: int | None = None
 
     def rewind(self, row: RowView, length: int) -> None:
-        self._seen = 0
         self._has_content = False
+        self._cut = None
         self._lexer.rewind(len(getattr(row.context, "lex_prefix", "")) + len(row.text))
 
+    def advance(self, row: RowView, token: int) -> int | None:
+        if self._has_content and not self._newline[token]:
+            return None                # fast path: same line, already judged
+        self._cut = self._judge(row)
+        return None
+
     def stop(self, row: RowView) -> int | None:
+        return self._cut
+
+    def _judge(self, row: RowView) -> int | None:
         text = row.text
-        if self._has_content and text.find("\n", self._seen) < 0:
-            self._seen = len(text)     # fast path: same line, already judged
-            return None
-        self._seen = len(text)
         start = text.rfind("\n") + 1
         if start == 0 and not getattr(row.context, "starts_at_line", True):
             self._has_content = True   # still on the cursor's own line

@@ -28,7 +28,7 @@ import textwrap
 import numpy as np
 
 from ...pycode import Lexer, binding_verdict, could_bind, ident_run, receiver_before
-from .base import Guide, RowView, TriggerRecord
+from .base import Guide, RowView, TriggerRecord, token_flags
 
 WAIT, NARROW, FREE, PENDING = "wait", "narrow", "free", "pending"
 
@@ -48,6 +48,7 @@ class DereferenceMonitor(Guide):
     def reset(self, row: RowView) -> None:
         ctx = row.context
         self.ctx = ctx
+        self._dot = token_flags(row.vocab)[0]
         self.prefix = getattr(ctx, "lex_prefix", "")
         self.lexer = Lexer(self.prefix)
         self.version = getattr(ctx, "version", "")
@@ -163,7 +164,7 @@ class DereferenceMonitor(Guide):
 
     def check(self, row: RowView, token: int) -> np.ndarray | None:
         """A free token containing a dot: if the dot is code, analyse and verify the name."""
-        if self.state != WAIT or not row.vocab.has_dot[token]:
+        if not self._dot[token] or self.state != WAIT:
             return None
         t = row.vocab.texts[token]
         found = self._find_trigger(row, row.text, t, 0)
@@ -182,6 +183,8 @@ class DereferenceMonitor(Guide):
         return row.vocab.allowed(frozenset(names), t[: j + 1])
 
     def advance(self, row: RowView, token: int) -> int | None:
+        if self.state is WAIT and self._pending is None and not self._dot[token]:
+            return None                     # the common free step: nothing to do
         t = row.vocab.texts[token]
         if self.state in (NARROW, FREE):
             return self._consume(row, t, 0)
