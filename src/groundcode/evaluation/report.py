@@ -71,7 +71,10 @@ def config_table(summary: dict) -> tuple[list[str], list[list[str]]]:
     for c, d in summary.items():
         r = d.get("run") or {}
         model = "reference (oracle)" if r.get("oracle") else (r.get("model") or "default (shipped)")
-        rows.append([c, str(model), "" if r.get("oracle") else str(r.get("monitor", "")), str(r.get("schedule", "")),
+        if r.get("oracle"):
+            rows.append([c, model, "-", "-", "-", "-"])
+            continue
+        rows.append([c, str(model), str(r.get("monitor", "")), str(r.get("schedule", "")),
                      str(r.get("top_p", "")) if r.get("schedule") not in (None, "greedy") else "-",
                      str(r.get("max_new_tokens", ""))])
     return header, rows
