@@ -36,9 +36,10 @@ layout of the same trie (one row per node; a child found by a bit mask and a pop
 is walked by compiled code along the range of sorted encoded names, each name resuming below
 the bytes it shares with the previous one, into a bitmap of the vocabulary that becomes sorted
 ids (or, for `allowed_mask_in`, the boolean mask directly). Without numba, `allowed_in` builds
-the rests and asks `allowed` (same answers; tests compare every path with a brute-force scan). Answers are kept in an LRU keyed by (frozenset(suffixes), prefix);
-`allowed_mask` keeps boolean masks already on the logits' device in a second LRU, so a repeated
-step copies nothing and never waits on the host.
+the rests and asks `allowed` (same answers; tests compare every path with a brute-force scan).
+Answers are kept in an LRU keyed by (frozenset(suffixes), prefix) (`allowed_in`: by (names,
+typed, prefix)); `allowed_mask`/`allowed_mask_in` keep boolean masks already on the logits'
+device in a second LRU, so a repeated step copies nothing and never waits on the host.
 
 Not here: deciding *when* to constrain (guides/), applying masks to logits (masking.py).
 Tests: tests/test_vocab.py (exact sets against a brute-force reference). Speed:
