@@ -935,6 +935,7 @@ class VocabIndex:
         self.cache_size = 4096
         self.mask_cache_size = 256
         self._cands: OrderedDict = OrderedDict()
+        self._range_args: dict[str, tuple] = {}  # per lead: what the range walk reads
         self.candidates_cache_size = 64
         self.py_path_max_chars = PY_PATH_MAX_CHARS
 
@@ -1100,26 +1101,31 @@ class VocabIndex:
         if fns is None:
             return self._compute(cs.rests(typed), prefix, path)
         lo, hi = cs.span(typed)
-        parts: list[int] = []
-        for k in range(1, min(len(prefix), self.max_text) + 1):  # tokens ending inside prefix
-            ids = self.by_text.get(prefix[:k])
-            if ids:
-                parts.extend(ids)
-        sub = self._lead(prefix)
-        sub.prepare(jit=True)
-        m = len(typed)
-        for i in cs.odd:  # names with odd characters: exact pass where the rest holds one
-            if lo <= i < hi:
-                r = cs.names[i][m:]
-                if not (r.isascii() and _IDENT_ALL.match(r)):
-                    sub.py_one(r, parts)
-        trie = sub._trie
-        rows = trie.range_rows()
+        args = self._range_args.get(prefix)
+        if args is None:  # per lead: the trie arrays the walk reads, looked up once
+            sub = self._lead(prefix)
+            sub.prepare(jit=True)
+            rows = sub._trie.range_rows()
+            parts = []
+            for k in range(1, min(len(prefix), self.max_text) + 1):  # tokens ending inside prefix
+                parts.extend(self.by_text.get(prefix[:k], ()))
+            args = self._range_args[prefix] = (sub, len(rows) - 1, rows, sub._trie.ident_ids,
+                                               sub._trie.ends_ids, sub.empty_bits(),
+                                               np.asarray(parts, dtype=np.int64))
+        sub, root, rows, ident_ids, ends_ids, empty_bits, extra = args
+        if cs.odd:  # names with odd characters: exact pass where the rest after `typed` holds one
+            parts = extra.tolist()
+            m = len(typed)
+            for i in cs.odd:
+                if lo <= i < hi:
+                    r = cs.names[i][m:]
+                    if not (r.isascii() and _IDENT_ALL.match(r)):
+                        sub.py_one(r, parts)
+            extra = np.asarray(parts, dtype=np.int64)
         k = len(typed) if typed.isascii() else len(typed.encode("utf-8", "surrogatepass"))
-        walk = fns[1] if as_bits else fns[0]
-        return walk(cs.buf, cs.start, cs.end, cs.lcp(fns[2]), lo, hi, k, len(rows) - 1, rows, trie.ident_ids,
-                    trie.ends_ids, np.asarray(parts, dtype=np.int64) if parts else _EMPTY,
-                    sub.empty_bits(), self.size)
+        return (fns[1] if as_bits else fns[0])(
+            cs.buf, cs.start, cs.end, cs.lcp(fns[2]), lo, hi, k, root, rows, ident_ids, ends_ids, extra,
+            empty_bits, self.size)
 
     def clear_cache(self) -> None:
         """Forget cached answers (the precomputed tables stay); benchmarks use it for cold steps."""
