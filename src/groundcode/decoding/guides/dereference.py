@@ -33,11 +33,6 @@ from .base import Guide, RowView, TriggerRecord, token_flags
 WAIT, NARROW, FREE, PENDING = "wait", "narrow", "free", "pending"
 
 
-def _narrow(remaining: frozenset, typed: str) -> frozenset:
-    n = len(typed)
-    return frozenset(s[n:] for s in remaining if s.startswith(typed))
-
-
 class DereferenceMonitor(Guide):
     def __init__(self, analyzer, allow_bindings: bool = True, rollback: bool = True):
         self.analyzer = analyzer
@@ -63,7 +58,7 @@ class DereferenceMonitor(Guide):
 
     def _clear(self) -> None:
         self.names: frozenset = frozenset()
-        self.remaining: frozenset = frozenset()   # untyped rests of the candidates
+        self.cs = None                            # the vocab index's encoded candidate set
         self.need = ""                            # text owed before the name (after a resample)
         self.typed = ""
         self.record: TriggerRecord | None = None
@@ -140,6 +135,7 @@ class DereferenceMonitor(Guide):
         if not a.names:
             return None
         self.names = a.names
+        self.cs = row.vocab.candidates(a.names)   # encoded once; steps narrow by range
         return rec
 
     def _binding_position(self, row: RowView, upto_dot: str) -> bool:
@@ -155,7 +151,7 @@ class DereferenceMonitor(Guide):
     def mask(self, row: RowView) -> np.ndarray | None:
         if self.state != NARROW:
             return None
-        ids = row.vocab.allowed(self.remaining, self.need)
+        ids = row.vocab.allowed_in(self.cs, self.typed, self.need)
         if not len(ids):
             return None                 # nothing in the vocabulary fits: fail open
         if self.record is not None:
@@ -177,10 +173,10 @@ class DereferenceMonitor(Guide):
         complete = len(name) < len(rest)
         if self._binding_position(row, row.text + t[: j + 1]):
             return None                 # advance() starts FREE speculation
-        names = self.names
-        if (name in names) if complete else any(s.startswith(name) for s in names):
+        lo, hi = self.cs.span(name)
+        if (name in self.names) if complete else lo < hi:
             return None                 # consistent: advance() narrows or finishes
-        return row.vocab.allowed(frozenset(names), t[: j + 1])
+        return row.vocab.allowed_in(self.cs, "", t[: j + 1])
 
     def advance(self, row: RowView, token: int) -> int | None:
         if self.state is WAIT and self._pending is None and not self._dot[token]:
@@ -238,7 +234,6 @@ class DereferenceMonitor(Guide):
         """Enter NARROW or FREE for the trigger whose dot ends at text offset dot_end, the dot
         being t[j] of the last token."""
         self.record = row.triggers[-1]
-        self.remaining = frozenset(self.names)
         self.typed = ""
         self.need = ""
         if j == len(t) - 1:          # the dot ends the token: keep it on rollback
@@ -264,8 +259,6 @@ class DereferenceMonitor(Guide):
         name = ident_run(s)
         self.typed += name
         if len(name) == len(s):       # the name goes on in the next token
-            if self.state == NARROW and name:
-                self.remaining = _narrow(self.remaining, name)
             return None
         end = i + len(name)           # t[end] is the first character after the name
         self.record.chosen = self.typed
@@ -288,7 +281,6 @@ class DereferenceMonitor(Guide):
         self.record.rolled_back = True
         self.record.chosen = None
         self.need = self.rollback_need
-        self.remaining = frozenset(self.names)
         self.typed = ""
         self.speculate = False
         self.state = NARROW
