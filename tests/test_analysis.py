@@ -1,7 +1,10 @@
 """Jedi analyzer: repo-level members, cache, deadline and crash fail-open, dependencies."""
 from __future__ import annotations
 
+import os
 import time
+
+import pytest
 
 from groundcode.analysis import jedi as jedi_adapter
 from groundcode.analysis.jedi import JediAnalyzer, repo_dependencies
@@ -32,14 +35,33 @@ def test_hide_private_and_dunder(shop_repo):
     assert "register" in r.names
 
 
-def test_deadline_fails_open(shop_repo, monkeypatch):
-    a = JediAnalyzer(shop_repo, deadline_s=0.2)
+def slow_worker(root, code, path, line, column, hide_private, hide_dunder):
+    time.sleep(1.0)
+    return frozenset({"x"}), {}
 
-    def slow(*args):
-        time.sleep(1.0)
-        return frozenset({"x"}), {}
-    monkeypatch.setattr(a, "_complete", slow)
+
+def hung_worker(root, code, path, line, column, hide_private, hide_dunder):
+    if "HANG" in code:
+        time.sleep(3600)
+    return frozenset({"y"}), {}
+
+
+def crash_worker(root, code, path, line, column, hide_private, hide_dunder):
+    raise RecursionError("jedi blew up")
+
+
+def exit_worker(root, code, path, line, column, hide_private, hide_dunder):
+    os._exit(3)   # the worker process dies mid-call
+
+
+@pytest.mark.parametrize("workers", ["thread", "process"])
+def test_deadline_fails_open_and_late_answer_is_cached(shop_repo, workers):
+    a = JediAnalyzer(shop_repo, deadline_s=0.3 if workers == "thread" else 4.0, workers=workers,
+                     worker_fn=slow_worker)
     f, code, line, col = _partial(shop_repo)
+    if workers == "process":  # let the worker process start, then tighten the deadline
+        a.members(code, f, line, col, receiver="w", cache_key=("warm",))
+        a.deadline_s = 0.3
     t0 = time.perf_counter()
     r = a.members(code, f, line, col, receiver="self.registry", cache_key=("t",))
     assert time.perf_counter() - t0 < 0.9
@@ -47,17 +69,32 @@ def test_deadline_fails_open(shop_repo, monkeypatch):
     time.sleep(1.2)  # the late answer lands in the cache for the next trigger
     r2 = a.members(code, f, line, col, receiver="self.registry", cache_key=("t",))
     assert r2.cache_hit and r2.names == frozenset({"x"})
+    a.close()
 
 
-def test_crash_fails_open(shop_repo, monkeypatch):
-    a = JediAnalyzer(shop_repo)
+def test_hung_worker_process_is_killed_and_replaced(shop_repo):
+    a = JediAnalyzer(shop_repo, deadline_s=30, workers="process", worker_fn=hung_worker,
+                     kill_after_s=1.0)
+    f, code, line, col = _partial(shop_repo)
+    assert a.members(code, f, line, col, receiver="w", cache_key=("ok",)).names == {"y"}
+    a.deadline_s = 0.3
+    r = a.members("HANG" + code, f, line, col, receiver="h", cache_key=("hang",))
+    assert r.failed == "timeout"
+    time.sleep(1.1)
+    a.deadline_s = 30
+    r2 = a.members(code, f, line, col, receiver="z", cache_key=("after",))
+    assert a.restarts == 1 and r2.names == {"y"}
+    a.close()
 
-    def boom(*args):
-        raise RecursionError("jedi blew up")
-    monkeypatch.setattr(a, "_complete", boom)
+
+@pytest.mark.parametrize("fn, reason", [(crash_worker, "error: RecursionError"),
+                                        (exit_worker, "error: BrokenProcessPool")])
+def test_crash_fails_open(shop_repo, fn, reason):
+    a = JediAnalyzer(shop_repo, deadline_s=30, workers="process", worker_fn=fn)
     f, code, line, col = _partial(shop_repo)
     r = a.members(code, f, line, col, receiver="self.registry", cache_key=("c",))
-    assert r.names == frozenset() and r.failed.startswith("error: RecursionError") and a.errors == 1
+    assert r.names == frozenset() and r.failed.startswith(reason) and a.errors == 1
+    a.close()
 
 
 def test_repo_dependencies(shop_repo):

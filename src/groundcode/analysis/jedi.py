@@ -3,8 +3,13 @@
 `JediAnalyzer(repo)` answers member questions for the dereference monitor: the partial code is
 placed into an in-memory copy of the target file (the user's files are never written), Jedi's
 Project is the repository (so repo-level definitions resolve), results are cached by the caller's
-key (file version, scope, receiver, ...), and every call has a deadline: Jedi runs on a worker
-thread and a late or crashing call fails open (empty names + the reason), counted by the caller.
+key (file version, scope, receiver, ...), and every call has a deadline; a late or crashing call
+fails open (empty names + the reason), counted by the caller.
+
+Jedi runs in a worker *process* by default (`workers="process"`): it keeps its caches warm
+there, runs truly beside the model (no GIL shared with the decoding loop), and a hung call can
+be killed — the worker is restarted after `kill_after_s`. `workers="thread"` runs it in-process
+on one thread (no start-up cost; used by tests that patch the call).
 
 `repo_dependencies(...)` lists repository-level names used in a line range (for benchmarks).
 Not here: deciding when to ask (decoding/guides/dereference.py).
@@ -12,6 +17,7 @@ Not here: deciding when to ask (decoding/guides/dereference.py).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import multiprocessing as mp
 import threading
 import time
 from collections import OrderedDict
@@ -25,64 +31,112 @@ def _jedi():
     return jedi
 
 
+_PROJECTS: dict = {}
+
+
+def _project(root: str | None):
+    if root is None:
+        return None
+    p = _PROJECTS.get(root)
+    if p is None:
+        p = _PROJECTS[root] = _jedi().Project(root, added_sys_path=[root])
+    return p
+
+
+def complete_members(root: str | None, code: str, path: str, line: int, column: int,
+                     hide_private: bool, hide_dunder: bool) -> tuple[frozenset, dict]:
+    """Members Jedi offers at (line, column) of `code` placed at `path` (runs in the worker)."""
+    script = _jedi().Script(code, path=path, project=_project(root))
+    names: dict[str, str] = {}
+    for c in script.complete(line, column):
+        n = c.name
+        if hide_dunder and n.startswith("__") and n.endswith("__"):
+            continue
+        if hide_private and n.startswith("_") and not (n.startswith("__") and n.endswith("__")):
+            continue
+        if c.type == "keyword":
+            continue
+        names[n] = c.type
+    return frozenset(names), names
+
+
+def warm_file(root: str | None, code: str, path: str) -> None:
+    """Parse a file and infer its imports (runs in the worker)."""
+    try:
+        script = _jedi().Script(code, path=path, project=_project(root))
+        script.get_names(all_scopes=False)
+        lines = code.splitlines() or [""]
+        script.complete(len(lines), len(lines[-1]))
+    except Exception:
+        pass
+
+
 class JediAnalyzer:
     """Member completion with a repository project, a result cache and a per-call deadline."""
 
     def __init__(self, repo: str | Path | None, deadline_s: float = 2.0, hide_private: bool = False,
-                 hide_dunder: bool = True, cache_size: int = 4096):
-        jedi = _jedi()
+                 hide_dunder: bool = True, cache_size: int = 4096, workers: str = "process",
+                 kill_after_s: float = 30.0, worker_fn=None):
         self.repo = Path(repo).resolve() if repo else None
-        self.project = jedi.Project(str(self.repo), added_sys_path=[str(self.repo)]) if self.repo else None
+        self._root = str(self.repo) if self.repo else None
         self.deadline_s = deadline_s
         self.hide_private = hide_private
         self.hide_dunder = hide_dunder
+        self.workers = workers
+        self.kill_after_s = kill_after_s
+        self.worker_fn = worker_fn or complete_members   # a module-level function (picklable)
         self._cache: OrderedDict[tuple, Analysis] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        # One worker: Jedi is not thread-safe. A hung call blocks later calls, which then time
-        # out and fail open too; a fresh pool replaces a hung one.
-        self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="jedi")
         self._inflight: dict[tuple, cf.Future] = {}   # key -> running call (prefetch or late)
+        self._busy_since: float | None = None
+        self._pool = self._new_pool()
         self.calls = 0
         self.timeouts = 0
         self.errors = 0
+        self.restarts = 0
+
+    def _new_pool(self):
+        # One worker: Jedi is not thread-safe, and one warm process keeps one warm cache.
+        if self.workers == "process":
+            return cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
+        return cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="jedi")
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the worker now (a busy or hung Jedi must not delay the caller's exit)."""
+        pool = self._pool
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
 
-    def _complete(self, code: str, path: Path, line: int, column: int) -> tuple[frozenset, dict]:
-        jedi = _jedi()
-        script = jedi.Script(code, path=str(path), project=self.project)
-        names: dict[str, str] = {}
-        for c in script.complete(line, column):
-            n = c.name
-            if self.hide_dunder and n.startswith("__") and n.endswith("__"):
-                continue
-            if self.hide_private and n.startswith("_") and not (n.startswith("__") and n.endswith("__")):
-                continue
-            if c.type == "keyword":
-                continue
-            names[n] = c.type
-        return frozenset(names), names
+    def _call(self, code: str, path: Path, line: int, column: int) -> cf.Future:
+        return self._pool.submit(self.worker_fn, self._root, code, str(path), line, column,
+                                 self.hide_private, self.hide_dunder)
+
+    def _restart_if_hung(self) -> None:
+        """A call that outlives kill_after_s blocks every later one: kill the worker."""
+        if self.workers != "process" or not self._inflight:
+            return
+        oldest = min(getattr(f, "_gc_t0", time.perf_counter()) for f in self._inflight.values())
+        if time.perf_counter() - oldest < self.kill_after_s:
+            return
+        old = self._pool
+        self._pool = self._new_pool()
+        self._inflight.clear()
+        self.restarts += 1
+        for proc in list((getattr(old, "_processes", None) or {}).values()):
+            proc.kill()
+        old.shutdown(wait=False, cancel_futures=True)
 
     def prewarm(self, code: str, path: Path) -> None:
         """Parse `path` and infer its imports in the background, so that the first trigger
         does not pay Jedi's cold start (0.3-2 s) inside its deadline."""
-        def warm():
-            jedi = _jedi()
-            try:
-                script = jedi.Script(code, path=str(path), project=self.project)
-                script.get_names(all_scopes=False)
-                lines = code.splitlines() or [""]
-                script.complete(len(lines), len(lines[-1]))
-            except Exception:
-                pass
         key = ("prewarm", str(path))
         with self._lock:
             if key in self._cache:
                 return
             self._cache[key] = Analysis("", frozenset())
-        self._pool.submit(warm)
+            self._pool.submit(warm_file, self._root, code, str(path))
 
     def _submit(self, code: str, path: Path, line: int, column: int, key: tuple,
                 receiver: str) -> cf.Future:
@@ -91,8 +145,10 @@ class JediAnalyzer:
             fut = self._inflight.get(key)
             if fut is not None:
                 return fut
+            self._restart_if_hung()
             self.calls += 1
-            fut = self._pool.submit(self._complete, code, Path(path), line, column)
+            fut = self._call(code, Path(path), line, column)
+            fut._gc_t0 = time.perf_counter()
             self._inflight[key] = fut
         fut.add_done_callback(lambda f, k=key, r=receiver: self._landed(f, k, r))
         return fut
@@ -125,6 +181,11 @@ class JediAnalyzer:
             return Analysis(receiver, frozenset(), (time.perf_counter() - t0) * 1e3, False, "timeout")
         except Exception as exc:  # a Jedi crash must never kill generation: fail open
             self.errors += 1
+            if isinstance(exc, cf.process.BrokenProcessPool):   # the worker died: replace it
+                with self._lock:
+                    self._pool = self._new_pool()
+                    self._inflight.clear()
+                    self.restarts += 1
             names, kinds, failed = frozenset(), {}, f"error: {type(exc).__name__}: {exc}"[:200]
         return Analysis(receiver, names, (time.perf_counter() - t0) * 1e3, False, failed, kinds)
 
