@@ -44,3 +44,10 @@ def test_binding():
     assert binding_verdict(", self.b = 1, 2\n") is True
     assert binding_verdict(", b)\n") is False
     assert binding_verdict(", ") is None and binding_verdict("  ") is None
+
+
+def test_receiver_string_literal():
+    t = '    return ", ".'
+    assert receiver_before(t, len(t) - 1) == '", "'
+    t = "    x = b'ab'."
+    assert receiver_before(t, len(t) - 1) == "b'ab'"

@@ -82,8 +82,19 @@ class Lexer:
 
 
 def receiver_before(text: str, dot: int) -> str:
-    """The primary expression that ends right before text[dot] (`self.items`, `f(x)[0]`)."""
+    """The primary expression that ends right before text[dot] (`self.items`, `f(x)[0]`,
+    `", "`)."""
     i = dot
+    if i > 0 and text[i - 1] in "'\"":          # a string literal: `", ".join`
+        q = text[i - 1]
+        j = text.rfind(q, 0, i - 1)
+        while j > 0 and text[j - 1] == "\\":
+            j = text.rfind(q, 0, j - 1)
+        if j >= 0:
+            k = j
+            while k > 0 and text[k - 1] in "bBrRfFuU":
+                k -= 1
+            return text[k:i]
     depth = 0
     closers = {")": "(", "]": "["}
     while i > 0:

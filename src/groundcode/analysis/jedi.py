@@ -17,7 +17,9 @@ Not here: deciding when to ask (decoding/guides/dereference.py).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing as mp
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -71,6 +73,28 @@ def warm_file(root: str | None, code: str, path: str) -> None:
         pass
 
 
+@contextlib.contextmanager
+def _main_not_imported():
+    """Start spawn workers without re-running the caller's `__main__` (multiprocessing would,
+    which breaks scripts that lack an `if __name__ == "__main__"` guard). The worker needs only
+    this module."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: getattr(main, k) for k in ("__file__", "__spec__") if hasattr(main, k)}
+    try:
+        if "__file__" in saved:
+            del main.__file__
+        main.__spec__ = None
+        yield
+    finally:
+        if "__file__" in saved:
+            main.__file__ = saved["__file__"]
+        if "__spec__" in saved:
+            main.__spec__ = saved["__spec__"]
+
+
 class JediAnalyzer:
     """Member completion with a repository project, a result cache and a per-call deadline."""
 
@@ -109,9 +133,13 @@ class JediAnalyzer:
             proc.kill()
         pool.shutdown(wait=False, cancel_futures=True)
 
+    def _run(self, fn, *args) -> cf.Future:
+        with _main_not_imported():     # the worker process may start on this submit
+            return self._pool.submit(fn, *args)
+
     def _call(self, code: str, path: Path, line: int, column: int) -> cf.Future:
-        return self._pool.submit(self.worker_fn, self._root, code, str(path), line, column,
-                                 self.hide_private, self.hide_dunder)
+        return self._run(self.worker_fn, self._root, code, str(path), line, column,
+                         self.hide_private, self.hide_dunder)
 
     def _restart_if_hung(self) -> None:
         """A call that outlives kill_after_s blocks every later one: kill the worker."""
@@ -136,7 +164,7 @@ class JediAnalyzer:
             if key in self._cache:
                 return
             self._cache[key] = Analysis("", frozenset())
-            self._pool.submit(warm_file, self._root, code, str(path))
+            self._run(warm_file, self._root, code, str(path))
 
     def _submit(self, code: str, path: Path, line: int, column: int, key: tuple,
                 receiver: str) -> cf.Future:

@@ -49,6 +49,7 @@ class DereferenceMonitor(Guide):
         self.version = getattr(ctx, "version", "")
         self.state = WAIT
         self._clear()
+        self._signature()
         self._prefetch()
         # The cursor may sit right after a dot (`obj.|`): trigger before the first token.
         p = self.prefix
@@ -80,12 +81,18 @@ class DereferenceMonitor(Guide):
         root = ident_run(receiver)
         scope = getattr(ctx, "scope", "")
         rebinds = ""
+        literal = receiver.lstrip("bBrRfFuU")[:1]
+        if literal in ("'", '"'):          # every str (bytes) literal has the same members
+            kind = "bytes" if receiver[:1] in "bB" or receiver[1:2] in "bB" else "str"
+            return ("<literal>", kind)
         if root in ("self", "cls"):
             scope = scope.rpartition(".")[0] or scope
         elif root:
             pat = re.compile(rf"\b(for|as)\s+{re.escape(root)}\b|\b{re.escape(root)}\s*(:[^=\n]*)?=(?!=)")
             rebinds = "\n".join(ln for ln in generated.splitlines() if pat.search(ln))
-            if not rebinds and not re.search(rf"\b{re.escape(root)}\b", self.prefix):
+            if not rebinds and receiver == root and root in self._annotations:
+                scope = ("<annotation>", self._annotations[root])   # `ctx: Context`: per type
+            elif not rebinds and not re.search(rf"\b{re.escape(root)}\b", self.prefix):
                 scope = "<module>"
         return (self.version, scope, receiver or full[-40:],
                 hashlib.blake2s(rebinds.encode(), digest_size=8).hexdigest() if rebinds else "")
@@ -98,13 +105,11 @@ class DereferenceMonitor(Guide):
         col = len(code_before) - (code_before.rfind("\n") + 1)
         return code_before + "\n" + ctx.after, line, col
 
-    def _prefetch(self) -> None:
-        """A body is about to be written: ask in the background for the members of the
-        function's parameters (`self`, `ctx`, ...), the receivers it most often dots into."""
-        ctx = self.ctx
-        prefetch = getattr(self.analyzer, "prefetch", None)
-        if prefetch is None or not getattr(ctx, "starts_at_line", False):
-            return
+    def _signature(self) -> None:
+        """Parameters and annotations of the function being written (from the lexing prefix)."""
+        self._params: list[str] = []
+        self._annotations: dict[str, str] = {}
+        self._body_indent = ""
         m = re.search(r"^([ \t]*)(async[ \t]+)?def[ \t]+\w+[ \t]*\(", self.prefix, re.M)
         if not m:
             return
@@ -113,10 +118,20 @@ class DereferenceMonitor(Guide):
             args = node.args
         except (SyntaxError, IndexError, AttributeError):
             return
-        params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs][:6]
-        indent = m.group(1) + "    "
-        for p in params:
-            upto = indent + p + "."
+        every = args.posonlyargs + args.args + args.kwonlyargs
+        self._params = [a.arg for a in every]
+        self._annotations = {a.arg: ast.unparse(a.annotation) for a in every if a.annotation is not None}
+        self._body_indent = m.group(1) + "    "
+
+    def _prefetch(self) -> None:
+        """A body is about to be written: ask in the background for the members of the
+        function's parameters (`self`, `ctx`, ...), the receivers it most often dots into."""
+        ctx = self.ctx
+        prefetch = getattr(self.analyzer, "prefetch", None)
+        if prefetch is None or not getattr(ctx, "starts_at_line", False):
+            return
+        for p in self._params[:6]:
+            upto = self._body_indent + p + "."
             code, line, col = self._where(upto)
             prefetch(code, ctx.path, line, col, receiver=p, cache_key=self._key(p, "", upto))
 
