@@ -34,7 +34,7 @@ def test_logits_processor_grounds_model_generate(tiny_lm, shop_repo):
     vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
     ctx = function_context(shop_repo / "shop" / "cart.py", "Cart.last", shop_repo)
     ids = torch.tensor([tiny_lm.tokenizer(ctx.before, add_special_tokens=False)["input_ids"]])
-    rules = planted("        return self.registry.latest()\n")
+    rules = planted("return self.registry.latest()\n")  # the prompt ends with the indentation
     outs = {}
     for monitored in (False, True):
         procs = [PlantedBias(vocab, rules, ids.shape[1])]
@@ -45,5 +45,5 @@ def test_logits_processor_grounds_model_generate(tiny_lm, shop_repo):
                                      logits_processor=LogitsProcessorList(procs),
                                      pad_token_id=tiny_lm.tokenizer.pad_token_id)
         outs[monitored] = vocab.text_of(out[0, ids.shape[1]:].tolist())
-    assert outs[False].startswith("        return self.registry.latest()")
-    assert outs[True].startswith("        return self.registry.latest_update()"), outs[True]
+    assert outs[False].startswith("return self.registry.latest()")
+    assert outs[True].startswith("return self.registry.latest_update()"), outs[True]

@@ -51,3 +51,10 @@ def test_receiver_string_literal():
     assert receiver_before(t, len(t) - 1) == '", "'
     t = "    x = b'ab'."
     assert receiver_before(t, len(t) - 1) == "b'ab'"
+
+
+def test_dot_after_inconsistent_dedent_is_still_code():
+    head = "def f(self):\n    \"\"\"Doc.\"\"\"\n"
+    lx = Lexer(head)
+    t = head + "     (self.a, 1)\n    self."
+    assert lx.dot_is_code(t, len(t) - 1)

@@ -32,6 +32,8 @@ class CodeContext:
     lex_prefix: str = ""            # tail of `before` from a statement start (lexing only)
     starts_at_line: bool = True     # generation starts at the beginning of a line
     reference: str | None = None    # the original code of the region, when known
+    lead: str = ""                  # text that ends `before` and starts the completion (the
+                                    # body's indentation): the model writes after it
     version: str = ""               # content hash of the file
 
     def __post_init__(self):
@@ -65,10 +67,15 @@ def function_context(file: str | Path, qualname: str, repo: str | Path | None = 
         before += "\n"
     after = "".join(lines[site.end_line:])
     reference = "".join(lines[site.body_line - 1: site.end_line])
-    return CodeContext(path=path, repo=Path(repo) if repo else find_repo_root(path), before=before,
-                       after=after, stop_indent=site.indent, scope=qualname,
-                       lex_prefix="".join(lines[site.first_line - 1: site.body_line - 1]),
-                       starts_at_line=True, reference=reference, version=text_version(text))
+    # The prompt ends with the body's indentation, so the model starts the first statement
+    # instead of (as small models like to) closing the function right after its docstring.
+    first = next((ln for ln in lines[site.body_line - 1: site.end_line] if ln.strip()), "")
+    lead = first[: len(first) - len(first.lstrip(" \t"))] or " " * (site.indent + 4)
+    return CodeContext(path=path, repo=Path(repo) if repo else find_repo_root(path),
+                       before=before + lead, after=after, stop_indent=site.indent, scope=qualname,
+                       lex_prefix="".join(lines[site.first_line - 1: site.body_line - 1]) + lead,
+                       starts_at_line=False, reference=reference, version=text_version(text),
+                       lead=lead)
 
 
 def cursor_context(file: str | Path, line: int, column: int, repo: str | Path | None = None) -> CodeContext:
@@ -176,7 +183,8 @@ class Generator:
             outs = self.engine.generate(specs, sampling, on_text=on_text)
             dt = time.perf_counter() - t0
             for (ci, j), o in zip(chunk, outs):
-                results[ci][j] = Generation(o.completion, len(o.tokens), round(dt, 4), o.finish_reason,
+                results[ci][j] = Generation(contexts[ci].lead + o.completion, len(o.tokens),
+                                            round(dt, 4), o.finish_reason,
                                             list(o.triggers), self.lm.name, self.monitor.enabled,
                                             o.rollbacks)
         return results  # type: ignore[return-value]

@@ -35,15 +35,16 @@ class Lexer:
     def line_start(self) -> int:
         return self._safe[-1]
 
-    def scan(self, text: str, upto: int) -> list[tokenize.TokenInfo]:
-        """Tokenize text[line_start:upto]; record new logical-line starts; return the tokens
-        (positions relative to line_start). Unterminated strings yield an ERRORTOKEN quote
-        (Python < 3.12) or raise: both are reported as a final ERRORTOKEN."""
+    def scan(self, text: str, upto: int) -> tuple[int, list[tokenize.TokenInfo]]:
+        """Tokenize text[line_start:upto]; record new logical-line starts; return (base, tokens)
+        with token positions relative to `base`. Unterminated strings yield an ERRORTOKEN quote
+        (Python < 3.12) or raise: both are reported as a final ERRORTOKEN. An inconsistent
+        dedent (models write those) restarts from the last logical line seen."""
         base = self._safe[-1]
         chunk = text[base:upto]
         toks: list[tokenize.TokenInfo] = []
         if not chunk:
-            return toks
+            return base, toks
         line_offsets = [0]
         for m in re.finditer("\n", chunk):
             line_offsets.append(m.end())
@@ -58,15 +59,16 @@ class Lexer:
             msg = str(exc)
             if "string" in msg:  # EOF inside a (multi-line) string literal
                 toks.append(tokenize.TokenInfo(tokenize.ERRORTOKEN, '"', (0, 0), (0, 0), ""))
-        return toks
+            elif isinstance(exc, IndentationError) and self._safe[-1] > base:
+                return self.scan(text, upto)
+        return base, toks
 
     def dot_is_code(self, text: str, dot: int) -> bool:
         """True when text[dot] == '.' is an attribute access (an OP token), not part of a
         string, comment or number."""
-        base = self._safe[-1]
-        if dot < base:
+        if dot < self._safe[-1]:
             return False
-        toks = self.scan(text, dot + 1)
+        base, toks = self.scan(text, dot + 1)
         # Offsets of the chunk's line starts, to turn (row, col) into offsets.
         chunk = text[base:dot + 1]
         starts = [0] + [m.end() for m in re.finditer("\n", chunk)]

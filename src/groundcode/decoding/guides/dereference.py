@@ -128,7 +128,7 @@ class DereferenceMonitor(Guide):
         function's parameters (`self`, `ctx`, ...), the receivers it most often dots into."""
         ctx = self.ctx
         prefetch = getattr(self.analyzer, "prefetch", None)
-        if prefetch is None or not getattr(ctx, "starts_at_line", False):
+        if prefetch is None:
             return
         for p in self._params[:6]:
             upto = self._body_indent + p + "."
