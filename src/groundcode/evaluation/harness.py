@@ -89,10 +89,17 @@ def context_for(task: dict):
     before, after = split_at_task(task, text)
     lines = text.splitlines(keepends=True)
     head = "".join(lines[task["def_line"] - 1:task["line"] - 1]) + lines[task["line"] - 1][:task["col"]]
-    return CodeContext(path=Path(task["repo_dir"]) / task["path"], repo=Path(task["repo_dir"]), before=before,
-                       after=after, stop_indent=task["indent"], scope=task["scope"], lex_prefix=head,
-                       starts_at_line=task["col"] == 0 or not lines[task["line"] - 1][:task["col"]].strip(),
-                       reference=task["reference"])
+    lead = ""
+    if task["col"] == 0:
+        # As api.function_context: the prompt ends with the body's indentation (the completion
+        # starts with it), so a small model writes a statement instead of closing the function.
+        first = next((ln for ln in task["reference"].splitlines() if ln.strip()), "")
+        lead = first[: len(first) - len(first.lstrip(" \t"))] or " " * (task["indent"] + 4)
+    return CodeContext(path=Path(task["repo_dir"]) / task["path"], repo=Path(task["repo_dir"]),
+                       before=before + lead, after=after, stop_indent=task["indent"], scope=task["scope"],
+                       lex_prefix=head + lead,
+                       starts_at_line=not lead and (task["col"] == 0 or not lines[task["line"] - 1][:task["col"]].strip()),
+                       reference=task["reference"], lead=lead)
 
 
 def done_task_ids(out: Path, config: str) -> set[str]:
