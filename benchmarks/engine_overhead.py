@@ -99,7 +99,7 @@ def free_step_overhead(gen, contexts) -> dict:
     free, busy = [], []
     perf = time.perf_counter_ns
     for ctx in contexts:
-        ids = tok(ctx.reference, add_special_tokens=False)["input_ids"]
+        ids = tok(ctx.reference[len(ctx.lead):], add_special_tokens=False)["input_ids"]
         guides = [BodyEnd(ctx.stop_indent), DereferenceMonitor(gen.analyzer(ctx.repo))]
         row = RowView(0, ctx, vocab)
         for g in guides:
@@ -143,7 +143,7 @@ def replay(gen_plain, gen_mon, contexts) -> dict:
     triggers = failed = hits = 0
     analysis_ms = 0.0
     for k, ctx in enumerate(contexts):
-        ref = tok(ctx.reference, add_special_tokens=False)["input_ids"]
+        ref = tok(ctx.reference[len(ctx.lead):], add_special_tokens=False)["input_ids"]
         s = SamplingConfig(max_new_tokens=len(ref) + 1)
         times = {}
         order = [("plain", gen_plain), ("monitored", gen_mon)]

@@ -130,7 +130,10 @@ class DereferenceMonitor(Guide):
         prefetch = getattr(self.analyzer, "prefetch", None)
         if prefetch is None:
             return
-        for p in self._params[:6]:
+        # Only receivers whose type is known up front: an unannotated parameter is often a
+        # plain value, and every prefetch costs the worker time that a real trigger may wait for.
+        likely = [p for p in self._params if p in ("self", "cls") or p in self._annotations]
+        for p in likely[:4]:
             upto = self._body_indent + p + "."
             code, line, col = self._where(upto)
             prefetch(code, ctx.path, line, col, receiver=p, cache_key=self._key(p, "", upto))
