@@ -56,12 +56,10 @@ def exit_worker(root, code, path, line, column, hide_private, hide_dunder):
 
 @pytest.mark.parametrize("workers", ["thread", "process"])
 def test_deadline_fails_open_and_late_answer_is_cached(shop_repo, workers):
-    a = JediAnalyzer(shop_repo, deadline_s=0.3 if workers == "thread" else 4.0, workers=workers,
-                     worker_fn=slow_worker)
+    a = JediAnalyzer(shop_repo, deadline_s=0.3, workers=workers, worker_fn=slow_worker)
     f, code, line, col = _partial(shop_repo)
-    if workers == "process":  # let the worker process start, then tighten the deadline
-        a.members(code, f, line, col, receiver="w", cache_key=("warm",))
-        a.deadline_s = 0.3
+    a.members(code, f, line, col, receiver="w", cache_key=("warm",))  # cold call: long deadline
+    a.deadline_s = 0.3
     t0 = time.perf_counter()
     r = a.members(code, f, line, col, receiver="self.registry", cache_key=("t",))
     assert time.perf_counter() - t0 < 0.9

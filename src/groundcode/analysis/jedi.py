@@ -100,7 +100,7 @@ class JediAnalyzer:
 
     def __init__(self, repo: str | Path | None, deadline_s: float = 2.0, hide_private: bool = False,
                  hide_dunder: bool = True, cache_size: int = 4096, workers: str = "process",
-                 kill_after_s: float = 30.0, worker_fn=None):
+                 kill_after_s: float = 30.0, worker_fn=None, cold_deadline_s: float = 20.0):
         self.repo = Path(repo).resolve() if repo else None
         self._root = str(self.repo) if self.repo else None
         self.deadline_s = deadline_s
@@ -108,6 +108,10 @@ class JediAnalyzer:
         self.hide_dunder = hide_dunder
         self.workers = workers
         self.kill_after_s = kill_after_s
+        # The first answer pays the worker's start, Jedi's import and the file's first parse
+        # (seconds): it gets a longer deadline than the warm calls that follow.
+        self.cold_deadline_s = max(cold_deadline_s, deadline_s)
+        self._warm = False
         self.worker_fn = worker_fn or complete_members   # a module-level function (picklable)
         self._cache: OrderedDict[tuple, Analysis] = OrderedDict()
         self._cache_size = cache_size
@@ -200,8 +204,9 @@ class JediAnalyzer:
         t0 = time.perf_counter()
         fut = self._submit(code, path, line, column, cache_key, receiver)
         try:
-            names, kinds = fut.result(timeout=self.deadline_s)
+            names, kinds = fut.result(timeout=self.deadline_s if self._warm else self.cold_deadline_s)
             failed = None if names else "empty"
+            self._warm = True
         except cf.TimeoutError:
             # Fail open now; the call goes on and its answer is cached for the next trigger
             # with the same key. A hung Jedi makes later calls time out too (counted).
