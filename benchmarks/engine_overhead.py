@@ -200,6 +200,7 @@ def main() -> None:
     c = replay(gen_plain, gen_mon, contexts)
     gen_mon.close()
     result = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+                          "loadavg_end": [round(x, 2) for x in os.getloadavg()],
                           "python": platform.python_version(), "torch": torch.__version__,
                           "torch_threads": torch.get_num_threads()},
               "package": args.package, "model": lm.name, "free_step": b, "replay": c}
