@@ -10,7 +10,7 @@ Three measurements, printed as a table and written to benchmarks/results/model_q
 2. the share of generated function bodies that parse: for a seeded sample of documented functions
    from the same packages, the prompt is the signature + docstring (dedented), greedy decoding up to
    --max-new-tokens, the body ends at the first line indented at or left of the `def`; a body that
-   runs out of tokens keeps its complete lines; `prompt + body` must pass ast.parse;
+   runs out of tokens keeps its complete lines; `prompt + body` must pass ast.parse and the body must not be empty;
 3. CPU speed at batch 1: greedy `generate` with the KV cache, 128 new tokens, median of 3.
 Downloads are cached under .cache/heldout (pip download --no-deps, wheels only; never installed).
 Not a test: nothing here asserts. The MODEL.md card takes `card_lines` from the JSON.
@@ -100,17 +100,17 @@ def documented_functions(files: dict[str, str], rng: random.Random, n: int) -> l
     return found[:n]
 
 
-def cut_body(prompt: str, completion: str, truncated: bool) -> str:
-    """Keep the indented body lines; stop at the first non-empty line at the def's indentation."""
+def cut_body(completion: str, out_of_tokens: bool) -> tuple[str, bool]:
+    """(body, ran out) - the indented lines up to the first non-empty line at the def's indentation;
+    when the tokens ran out before such a line, only complete lines are kept and `ran out` is True."""
     kept = []
-    lines = completion.split("\n")
-    for i, line in enumerate(lines):
+    for line in completion.split("\n"):
         if line.strip() and not line[0].isspace():
-            return "\n".join(kept) + "\n"
+            return "\n".join(kept) + "\n", False
         kept.append(line)
-    if truncated:          # ran out of tokens: keep complete lines only
+    if out_of_tokens:
         kept = kept[:-1]
-    return "\n".join(kept) + "\n"
+    return "\n".join(kept) + "\n", out_of_tokens
 
 
 def generate_bodies(model, tok, funcs: list[dict], max_new: int) -> list[dict]:
@@ -124,14 +124,14 @@ def generate_bodies(model, tok, funcs: list[dict], max_new: int) -> list[dict]:
         truncated = len(new) >= max_new and tok.eos_token_id not in new
         if tok.eos_token_id in new:
             new = new[:new.index(tok.eos_token_id)]
-        body = cut_body(f["prompt"], tok.decode(new), truncated)
+        body, truncated = cut_body(tok.decode(new), truncated)
         try:
             ast.parse(f["prompt"] + body)
-            parses = bool(body.strip())
+            parses = bool(body.strip())      # an empty body is no generated body
         except SyntaxError:
             parses = False
         out.append({"path": f["path"], "name": f["name"], "prompt": f["prompt"], "body": body,
-                    "parses": parses, "ran_out_of_tokens": truncated})
+                    "body_chars": len(body.strip()), "parses": parses, "ran_out_of_tokens": truncated})
         if f.get("own"):
             continue
         out[-1].pop("prompt")      # held-out text is not ours to store
@@ -167,7 +167,7 @@ def main() -> None:
     ap.add_argument("--packages", nargs="*", default=HELDOUT)
     ap.add_argument("--cache", default=str(ROOT / ".cache" / "heldout"))
     ap.add_argument("--window", type=int, default=None, help="default: the model's training window")
-    ap.add_argument("--max-chars-per-package", type=int, default=300_000)
+    ap.add_argument("--max-chars-per-package", type=int, default=150_000)
     ap.add_argument("--functions", type=int, default=40)
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
@@ -225,6 +225,7 @@ def main() -> None:
         "target_bits_per_char": 0.65, "reference_bits_per_char_h100_7min": 0.71,
         "functions": len(bodies), "parse_share": round(parse_share, 4),
         "ran_out_of_tokens": sum(b["ran_out_of_tokens"] for b in bodies),
+        "empty_bodies": sum(not b.get("body_chars") for b in bodies),
         "cpu_tokens_per_s_batch1": round(tps, 1), "cpu_tokens_per_s_batch1_bare_loop": round(tps_bare, 1),
         "speed_target": 100, "hardware": hw, "load_average_1min": round(os.getloadavg()[0], 2),
         "seconds": {"bits_per_char": round(t_bpc, 1), "generation": round(t_gen, 1)},
@@ -249,7 +250,8 @@ def card_lines(r: dict) -> list[str]:
                   f"target ≤ {r['target_bits_per_char']}: {met} (reference: {r['reference_bits_per_char_h100_7min']} "
                   "from a 7-minute H100 run of a 29.5M model).",
               f"- Generated function bodies that parse (signature + docstring → greedy body): "
-              f"**{r['parse_share']:.0%}** of {r['functions']} ({r['ran_out_of_tokens']} ran out of tokens).",
+              f"**{r['parse_share']:.0%}** of {r['functions']} ({r['ran_out_of_tokens']} ran out of tokens inside the body, "
+              f"{r['empty_bodies']} empty: the model wrote a dedented line first).",
               f"- CPU speed, batch 1, greedy with KV cache: **{r['cpu_tokens_per_s_batch1']:.0f} tokens/s** "
               f"(target ≥ {r['speed_target']}: {'met' if r['cpu_tokens_per_s_batch1'] >= r['speed_target'] else '**missed**'}) "
               f"on {r['hardware']}; a bare greedy loop over the KV cache: {r['cpu_tokens_per_s_batch1_bare_loop']:.0f} "

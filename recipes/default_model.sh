@@ -25,6 +25,8 @@ DEST=src/groundcode/models/default
 mkdir -p "$DEST"
 rm -f "$DEST"/*.safetensors "$DEST"/*.json
 cp "$WORK"/model/{*.safetensors,*.json,train_log.jsonl,loss_curve.png} "$DEST"/
+# corpus_manifest.json first: the benchmark checks its held-out packages against it
+$PY -m groundcode train card --model "$DEST" --corpus "$WORK/corpus"
 $PY benchmarks/model_quality.py --model "$DEST"
 $PY -m groundcode train card --model "$DEST" --corpus "$WORK/corpus" \
     --quality benchmarks/results/model_quality.json --notes src/groundcode/training/default_limits.md

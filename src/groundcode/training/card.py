@@ -94,8 +94,12 @@ def write_card(model_dir: str | Path, corpus_dir: str | Path, quality: str | Pat
         "",
         "Dropped files: " + ", ".join(f"{k} {v:,}" for k, v in m["dropped"].items()) + ".",
         "",
-        "Excluded packages (benchmarks use them): " + (", ".join(m["excluded_packages"]) or "none") + ".",
-        f" Decontamination: {m['decontamination']['task_functions']} benchmark task function hashes.",
+        "Excluded packages (benchmarks use them): " + (", ".join(m["excluded_packages"]) or "none") + ". "
+        + (f"Decontamination: {m['decontamination']['task_functions']} benchmark task function hashes "
+         f"from {m['decontamination']['task_records']} task records."
+         if m["decontamination"]["task_records"] else
+         "Decontamination: no benchmark task file was given at build time (the benchmark packages are "
+         "excluded by name instead)."),
         "",
         "Largest sources: " + ", ".join(f"{k} {v['version']} ({v['license']}, {v['chars'] / 1e6:.1f}M chars)"
                                         for k, v in top[:12]) + ". Full list: corpus_manifest.json.",
