@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
 # The <= 15-minute CPU run of the standing benchmark with the embedded model: baseline vs monitored.
-# Writes benchmarks/results/bench_standing_cpu/{samples,results}.jsonl, summary.json, report.md/.html,
-# timing.json. Needs the task set: groundcode bench build --recipe standing --out "$BENCH"
+# Writes summary.json, report.md/.html and timing.json to benchmarks/results/bench_standing_cpu/ and the
+# samples/results JSONL to $W outside the repository (the `reference` oracle rows hold the packages'
+# own code, which stays out of the repository). Needs: groundcode bench build --recipe standing --out "$BENCH"
 # Run: bash benchmarks/bench_standing_cpu.sh   (env: BENCH=task dir, MODEL=id/path, default: shipped)
 set -euo pipefail
 BENCH=${BENCH:-$HOME/.cache/groundcode/bench/standing}
 T=$BENCH/tasks.jsonl
 R=${R:-benchmarks/results/bench_standing_cpu}
+W=${W:-$HOME/.cache/groundcode/bench/standing-cpu-run}
 GC=${GC:-groundcode}
 MODEL_FLAG=()
 if [ -n "${MODEL:-}" ]; then MODEL_FLAG=(--model "$MODEL"); fi
-mkdir -p "$R"
-rm -f "$R/samples.jsonl"
+mkdir -p "$R" "$W"
+rm -f "$W/samples.jsonl"
 t() { date +%s.%N; }
 t0=$(t)
-$GC bench run "$T" --subset standing:cpu --config baseline --no-monitor --max-new-tokens 96 "${MODEL_FLAG[@]}" --out "$R/samples.jsonl"
+$GC bench run "$T" --subset standing:cpu --config baseline --no-monitor --max-new-tokens 96 "${MODEL_FLAG[@]}" --out "$W/samples.jsonl"
 t1=$(t)
-$GC bench run "$T" --subset standing:cpu --config monitored --monitor --max-new-tokens 96 "${MODEL_FLAG[@]}" --out "$R/samples.jsonl"
+$GC bench run "$T" --subset standing:cpu --config monitored --monitor --max-new-tokens 96 "${MODEL_FLAG[@]}" --out "$W/samples.jsonl"
 t2=$(t)
-$GC bench run "$T" --subset standing:cpu --config reference --oracle --out "$R/samples.jsonl"
-$GC bench score "$T" "$R/samples.jsonl" --results "$R/results.jsonl" --summary "$R/summary.json"
+$GC bench run "$T" --subset standing:cpu --config reference --oracle --out "$W/samples.jsonl"
+$GC bench score "$T" "$W/samples.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json"
 t3=$(t)
-$GC bench report "$R/summary.json" --results "$R/results.jsonl" --tasks "$T" --baseline baseline --out "$R" \
+$GC bench report "$R/summary.json" --results "$W/results.jsonl" --tasks "$T" --baseline baseline --no-examples --out "$R" \
   --title "groundcode standing benchmark, CPU subset: baseline vs monitored (embedded model)" \
   --notes "16 function + 16 dereference tasks (recipe standing, subset cpu), greedy, 96 new tokens, 2 shared CPU cores. Commands: benchmarks/bench_standing_cpu.sh; docs/BENCHMARK.md."
 t4=$(t)

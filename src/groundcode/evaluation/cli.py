@@ -172,9 +172,13 @@ def report(
     baseline: Optional[str] = typer.Option(None, help="Configuration the deltas are relative to."),
     title: str = typer.Option("groundcode benchmark"),
     notes: str = typer.Option("", help="A paragraph under the title (setup, commands)."),
+    examples: bool = typer.Option(True, "--examples/--no-examples",
+                                  help="Side-by-side examples (they quote the benchmark packages' code)."),
 ):
     """Write Markdown and self-contained HTML reports."""
     from .report import report_files
+    if not examples:
+        results = []
     try:
         files = report_files(summaries, out, results_paths=results, tasks_path=tasks, baseline=baseline,
                              title=title, notes=notes)
