@@ -7,7 +7,7 @@ and runs of spaces (indentation) become single tokens. Special tokens exist from
 fixed ids 0..4: <|endoftext|> (eos/bos/pad), <fim_prefix>, <fim_suffix>, <fim_middle> (fill in the
 middle, PSM order) and <COMP> (the tool token a later stage teaches). Vocabulary size: 16384, the
 smallest the issue allows, because the default model must stay small (tied 16k x d embeddings are
-already a third of a 64 MB budget at d=512) and on CPU the output softmax is a large part of every
+already a quarter of a 64 MB budget at d=512) and on CPU the output softmax is a large part of every
 step; code loses little from a small vocabulary (identifiers split into 2-3 pieces).
 `count_tokens` fills in the corpus manifest's token counts with the trained tokenizer.
 Not here: the corpus (training/corpus.py), the model (training/pretrain.py).
