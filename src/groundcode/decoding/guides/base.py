@@ -49,9 +49,6 @@ class RowView:
     ends: list[int] = field(default_factory=list)   # ends[k] = len(text) after token k
     triggers: list[TriggerRecord] = field(default_factory=list)
 
-    def text_at(self, n_tokens: int) -> str:
-        return self.text[: self.ends[n_tokens - 1]] if n_tokens else ""
-
 
 def token_flags(vocab) -> tuple[list, list]:
     """(has_dot, has_newline) of every token as Python lists: a list index costs a fraction of

@@ -205,8 +205,6 @@ class DereferenceMonitor(Guide):
         if self.state == PENDING:
             return self._decide(row)
         pending, self._pending = self._pending, None
-        if pending is None and "." not in t:
-            return None                     # the common free step: nothing to do
         base = row.text[: len(row.text) - len(t)]
         if pending is not None and pending[0] != token and pending[1] and pending[1][1] is not None:
             # Resampled under check()'s mask: the token continues (or stops inside) `p`.
