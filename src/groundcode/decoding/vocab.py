@@ -270,6 +270,29 @@ class _Table:
 # Layout, for few cache misses per step: one int32 row per node (first child, end of children,
 # first ident token, end of ident tokens) and one int32 row per child (byte, node); nodes are
 # numbered in depth-first order of the sorted runs, so a walk down a path stays in nearby rows.
+def _split_keys(buf, m):
+    """Start, length and sort key (the first 8 bytes, big-endian, zero-padded) of each of the
+    `m` NUL-terminated strings in `buf`. Shared by `_walk` and `_sort_names`."""
+    starts = np.empty(m, dtype=np.int64)
+    lens = np.empty(m, dtype=np.int64)
+    keys = np.zeros(m, dtype=np.uint64)
+    k = 0
+    s = 0
+    for i in range(buf.shape[0]):
+        if buf[i] == 0:
+            starts[k] = s
+            lens[k] = i - s
+            key = np.uint64(0)
+            for j in range(8):
+                key = key << np.uint64(8)
+                if j < i - s:
+                    key = key | np.uint64(buf[s + j])
+            keys[k] = key
+            k += 1
+            s = i + 1
+    return starts, lens, keys
+
+
 def _walk(buf, ident_ok, root, nodes, children, ident_ids, ends_off, ends_ids, seen, out):
     """Walk the trie of identifier runs along each NUL-terminated suffix in `buf`; collect the
     ident tokens of every node passed and the end tokens of the node where a suffix ends.
@@ -283,25 +306,8 @@ def _walk(buf, ident_ok, root, nodes, children, ident_ids, ends_off, ends_ids, s
             m += 1
         elif not ident_ok[buf[i]]:
             return out[:0].copy(), False
-    starts = np.empty(m, dtype=np.int64)
-    lens = np.empty(m, dtype=np.int64)
-    keys = np.zeros(m, dtype=np.uint64)
-    k = 0
-    s = 0
-    longest = 0
-    for i in range(buf.shape[0]):
-        if buf[i] == 0:
-            starts[k] = s
-            lens[k] = i - s
-            longest = max(longest, i - s)
-            key = np.uint64(0)
-            for j in range(8):
-                key = key << np.uint64(8)
-                if j < i - s:
-                    key = key | np.uint64(buf[s + j])
-            keys[k] = key
-            k += 1
-            s = i + 1
+    starts, lens, keys = _split_keys(buf, m)
+    longest = lens.max() if m else 0
     order = np.argsort(keys)
     stack = np.zeros(longest + 1, dtype=np.int64)  # stack[d]: node after d characters
     n = 0
@@ -373,6 +379,11 @@ def jit_walk():
             except ImportError:
                 numba = None
             if numba is not None:
+                # the shared helper first, in place of the Python one, so the kernels that
+                # call it (`_walk` here, `_sort_names` in jit_range) compile against it
+                g = globals()
+                if not hasattr(g["_split_keys"], "py_func"):
+                    g["_split_keys"] = numba.njit(cache=True, nogil=True)(g["_split_keys"])
                 fn = numba.njit(cache=True, nogil=True)(_walk)
         _JIT["walk"] = fn
     return _JIT["walk"]
@@ -506,23 +517,7 @@ def _sort_names(raw):
             n += 1
         elif _CODE[raw[i]] < 0:
             bad += 1
-    starts = np.empty(n, dtype=np.int64)
-    lens = np.empty(n, dtype=np.int64)
-    keys = np.zeros(n, dtype=np.uint64)
-    k = 0
-    s = 0
-    for i in range(raw.shape[0]):
-        if raw[i] == 0:
-            starts[k] = s
-            lens[k] = i - s
-            key = np.uint64(0)
-            for j in range(8):
-                key = key << np.uint64(8)
-                if j < i - s:
-                    key = key | np.uint64(raw[s + j])
-            keys[k] = key
-            k += 1
-            s = i + 1
+    starts, lens, keys = _split_keys(raw, n)
     order = np.argsort(keys)
     a = 0
     while a < n:  # runs with equal keys: insertion sort on the full bytes
