@@ -242,3 +242,13 @@ def test_without_bubblewrap_it_refuses_unless_the_weaker_mode_is_chosen(monkeypa
 def test_run_many_keeps_the_input_order():
     rs = execution.run_many([f"print({i})" for i in range(4)], SandboxConfig(wall_s=10), workers=2)
     assert [r.stdout for r in rs] == [f"{i}\n" for i in range(4)]
+
+
+def test_a_virtual_environment_interpreter_sees_its_own_prefix(tmp_path):
+    import subprocess
+    import sys
+    env = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    r = run_program("import sys; print(sys.prefix)", SandboxConfig(python=str(env / "bin" / "python"), wall_s=10))
+    assert r.passed, r.reason
+    assert r.stdout.strip() == str(env)

@@ -139,16 +139,14 @@ def bwrap_path() -> str | None:
 @lru_cache(maxsize=8)
 def _python_paths(python: str) -> tuple:
     """The installation directories an interpreter needs (prefixes, its real binary's prefix)."""
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
-        paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    else:
-        out = subprocess.run([python, "-I", "-S", "-c",
-                              "import sys,json;print(json.dumps([sys.prefix,sys.base_prefix,"
-                              "sys.exec_prefix,sys.base_exec_prefix]))"],
-                             capture_output=True, text=True, timeout=30)
-        if out.returncode:
-            raise GroundcodeError(f"cannot run the sandbox interpreter {python}: {out.stderr.strip()[-200:]}")
-        paths = set(json.loads(out.stdout))
+    # Always asked, never inferred from this process: venvs share one real binary.
+    out = subprocess.run([python, "-I", "-c",
+                          "import sys,json;print(json.dumps([sys.prefix,sys.base_prefix,"
+                          "sys.exec_prefix,sys.base_exec_prefix]))"],
+                         capture_output=True, text=True, timeout=30)
+    if out.returncode:
+        raise GroundcodeError(f"cannot run the sandbox interpreter {python}: {out.stderr.strip()[-200:]}")
+    paths = set(json.loads(out.stdout))
     real = os.path.dirname(os.path.dirname(os.path.realpath(python)))
     paths.add(real)
     return tuple(sorted(p for p in paths if p and os.path.isdir(p)))
@@ -269,7 +267,7 @@ def _reason(passed: bool, timed_out: bool, code: int | None, stderr: str, config
     if "MemoryError" in last or "Cannot allocate memory" in stderr[-2000:]:
         return f"memory limit ({config.memory_mb} MB): {last[:200]}"
     if code is None:
-        return "killed (no exit status)"
+        return f"killed (no exit status){': ' + last[:200] if last else ''}"
     return f"exit {code}: {last[:200]}" if last else f"exit {code}"
 
 
