@@ -187,3 +187,28 @@ def test_cli_reference_run_reports_pass_at_1(data, tmp_path):
                                      "--python", ds.sys.executable, "--libraries", "Numpy"])
     assert again.exit_code == 0
     assert len((out / "results.jsonl").read_text().splitlines()) == 3     # nothing re-run
+
+
+def test_generation_with_retrieval_prepends_snippets(tiny_lm, data, tmp_path):
+    from groundcode.api import Generator
+    from groundcode.config import MonitorConfig
+    from groundcode.retrieval.snippet import Snippet
+    from groundcode.retrieval.snippet_index import SnippetIndex
+    from groundcode.retrieval.snippet_retriever import RetrieverConfig, SnippetRetriever
+    idx = SnippetIndex.build([Snippet("Sum the columns of an array", "a.sum(axis=0)\n", "t:1"),
+                              Snippet("Read a csv file", "pd.read_csv(p)\n", "t:2")], tmp_path / "idx", dense=False)
+    gen = Generator(tiny_lm, MonitorConfig(enabled=False))
+    ps = ds.load(data)[:1]
+    assert dss.query_text(ps[0]) == "Sum the columns of a."
+    prompter = dss.retrieval_prompter(SnippetRetriever(idx, RetrieverConfig("bm25-desc")), 2, gen, 8)
+    text, blocks, ids = prompter(ps[0])
+    assert text == ps[0].prompt and ids[0] == idx.snippets[0].id
+    assert blocks[-1].text == "# Sum the columns of an array\na.sum(axis=0)\n\n"      # the best one last
+    out = tmp_path / "s.jsonl"
+    cfg = dss.DS1000RunConfig(name="bm25-desc-k1", max_new_tokens=8, k=1, retriever="bm25-desc")
+    dss.generate(ps, out, cfg, generator=gen, retriever=SnippetRetriever(idx, RetrieverConfig("bm25-desc")))
+    plain = tmp_path / "p.jsonl"
+    dss.generate(ps, plain, dss.DS1000RunConfig(max_new_tokens=8), generator=gen)
+    rag_rec, plain_rec = (json.loads(p.read_text().splitlines()[0]) for p in (out, plain))
+    assert rag_rec["retrieved"] == [idx.snippets[0].id] and plain_rec["retrieved"] == []
+    assert rag_rec["prompt_tokens"] > plain_rec["prompt_tokens"]

@@ -117,3 +117,12 @@ def test_codebleu_readme_example():
     assert out["syntax_match_score"] == 1.0
     assert out["dataflow_match_score"] == 1.0
     assert codebleu(reference, "")["codebleu"] == 0.0
+
+
+def test_reciprocal_rank_and_recall_at_k_hand_computed():
+    ranked = ["a", "b", "c", "d"]
+    assert m.reciprocal_rank(ranked, {"c", "d"}) == pytest.approx(1 / 3)     # first relevant at rank 3
+    assert m.reciprocal_rank(ranked, {"z"}) == 0.0
+    assert m.recall_at_k(ranked, {"c"}, 2) == 0.0 and m.recall_at_k(ranked, {"c"}, 3) == 1.0
+    # MRR over two queries: (1/1 + 1/4) / 2
+    assert (m.reciprocal_rank(ranked, {"a"}) + m.reciprocal_rank(ranked, {"d"})) / 2 == pytest.approx(0.625)

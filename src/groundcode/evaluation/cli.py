@@ -247,6 +247,13 @@ def ds1000_cmd(
     unsafe_subprocess: bool = typer.Option(False, "--unsafe-subprocess",
                                            help="Without bubblewrap: a plain subprocess (no network/fs isolation)."),
     execute: bool = typer.Option(True, "--execute/--no-execute", help="Run the tests after generating."),
+    retriever: str = typer.Option("none", help="Snippets in the prompt: none | bm25-desc | bm25-code | dense-desc "
+                                  "| dense-code | ensemble | rrf (index: `groundcode index snippets`)."),
+    k: int = typer.Option(2, "-k", help="Snippets prepended (reverse rank order) when --retriever is set."),
+    weight: float = typer.Option(0.4, help="ensemble: weight of query-code similarity."),
+    budget: Optional[int] = typer.Option(None, help="Token budget for snippets + prompt (descriptions are cut "
+                                         "first, then code, then the prompt); default: the model's window."),
+    index: Optional[Path] = typer.Option(None, "--index", help="Snippet index directory (default: user cache)."),
 ):
     """DS-1000: generate completions (or take the references), run the official tests in the sandbox,
     report pass@1/pass@5 by library and perturbation type."""
@@ -255,7 +262,8 @@ def ds1000_cmd(
     from . import ds1000 as ds
     from . import ds1000_samples as dss
     try:
-        name = config or ("reference" if reference else "plain")
+        rag = retriever != "none" and not reference
+        name = config or ("reference" if reference else (f"{retriever}-k{k}" if rag else "plain"))
         interp = python or ds.default_python()
         problems = ds.select(ds.load(data), tuple(x.strip() for x in libraries.split(",")) if libraries else (),
                              per_library, seed)
@@ -270,11 +278,19 @@ def ds1000_cmd(
             dss.reference_samples(runnable, samples_path, name)
         else:
             cfg = dss.DS1000RunConfig(name=name, model=model, samples=samples, temperature=temperature,
-                                      top_p=top_p, seed=seed, max_new_tokens=max_new_tokens, batch=batch)
+                                      top_p=top_p, seed=seed, max_new_tokens=max_new_tokens, batch=batch,
+                                      retriever=retriever if rag else "none", k=k if rag else 0, budget=budget)
+            snippet_retriever = None
+            if rag:
+                from ..retrieval.snippet_index import SnippetIndex
+                from ..retrieval.snippet_retriever import RetrieverConfig, SnippetRetriever
+                snippet_retriever = SnippetRetriever(SnippetIndex.open(index),
+                                                     RetrieverConfig(method=retriever, weight=weight))
             with Progress(*cols) as bar:
                 tid = bar.add_task(f"generate {name}", total=len(runnable))
                 bar.advance(tid, len(runnable) - len([q for q in runnable if q.task_id not in dss.done(samples_path, name)]))
-                dss.generate(runnable, samples_path, cfg, progress=lambda k: bar.advance(tid, k))
+                dss.generate(runnable, samples_path, cfg, retriever=snippet_retriever,
+                             progress=lambda n: bar.advance(tid, n))
         if not execute:
             return
         sandbox = ds.sandbox_config(mode="subprocess" if unsafe_subprocess else "bwrap", wall_s=wall_s,
@@ -283,7 +299,7 @@ def ds1000_cmd(
             comps = dss.completions(samples_path, name)
             tid = bar.add_task(f"execute {name}", total=sum(len(comps.get(q.task_id, [])) for q in runnable))
             results = ds.execute_resumable(runnable, comps, results_path, name, sandbox, workers=workers,
-                                           progress=lambda k: bar.advance(tid, k))
+                                           progress=lambda n: bar.advance(tid, n))
         summary = ds.summarize(results, skipped)
         summary["config"], summary["interpreter"] = name, interp
         summary["versions"] = ds.library_versions(interp)

