@@ -105,3 +105,19 @@ def test_trimming_cuts_descriptions_first_then_code_then_the_prompt():
     # the engine's cap on block tokens is respected
     blocks, _, rep = snippet_blocks(prompt, _ranked(), tok, budget=100, block_cap=6)
     assert rep["block_tokens"] <= 6
+
+
+def test_held_out_queries_never_contain_an_indexed_description(tmp_path):
+    from groundcode.retrieval.snippet_queries import held_out_queries
+    snips = [Snippet("", "a.sort()\n", "q:1", name="lib.sort"),
+             Snippet("Sort descending instead:", "a.sort(reverse=True)\n", "q:2", name="lib.sort"),
+             Snippet("", "inv(m)\n", "q:3", name="lib.inv"),
+             Snippet("Compute the inverse of a matrix", "inv(m2)\n", "q:4", name="lib.inv2")]
+    summaries = {"lib.sort": "Return a sorted copy of an array.", "lib.inv": "Inverse.",
+                 "lib.inv2": "Compute the inverse of a matrix", "lib.gone": "Something with no snippets left."}
+    idx = SnippetIndex.build(snips, tmp_path / "idx", dense=False, summaries=summaries)
+    qs = held_out_queries(idx, n=None)
+    # lib.inv: too short; lib.inv2: its summary is an indexed description; lib.gone: no snippets
+    assert [(q["name"], sorted(q["relevant"])) for q in qs] == [("lib.sort", [0, 1])]
+    assert qs[0]["split"] in ("dev", "test")
+    assert held_out_queries(idx, n=None) == qs                                   # deterministic
