@@ -90,15 +90,17 @@ def test_blocks_come_in_reverse_rank_order_and_fit_untouched_when_they_can():
 
 def test_trimming_cuts_descriptions_first_then_code_then_the_prompt():
     tok, prompt = WordTokenizer(), "the prompt"                     # 2 tokens; each block 6
-    # 12 + 2 = 14 > 11: three tokens must go, all from descriptions, lowest-ranked first
+    # 12 + 2 = 14 > 11: the lowest-ranked description goes (3 words and its "#": 4 tokens)
     blocks, _, rep = snippet_blocks(prompt, _ranked(), tok, budget=11)
-    assert rep["description_tokens_cut"] == 3 and rep["code_tokens_cut"] == 0
-    assert blocks[0].text == "second_a()\nsecond_b()\n\n"
-    assert blocks[1].text.startswith("# best one here") or blocks[1].text.startswith("# best")
-    # budget 6: descriptions gone (8 tokens), then code lines of the lower-ranked block
-    blocks, p, rep = snippet_blocks(prompt, _ranked(), tok, budget=6)
-    assert rep["description_tokens_cut"] == 8 and rep["code_tokens_cut"] == 2
-    assert [b.text for b in blocks] == ["best_a()\nbest_b()\n\n"] and p == prompt
+    assert rep["description_tokens_cut"] == 4 and rep["code_tokens_cut"] == 0
+    assert [b.text for b in blocks] == ["second_a()\nsecond_b()\n\n", "# best one here\nbest_a()\nbest_b()\n\n"]
+    # budget 5 (3 for blocks): both descriptions (8 tokens), then one code line of the lower-ranked
+    blocks, p, rep = snippet_blocks(prompt, _ranked(), tok, budget=5)
+    assert rep["description_tokens_cut"] == 8 and rep["code_tokens_cut"] == 1
+    assert [b.text for b in blocks] == ["second_a()\n\n", "best_a()\nbest_b()\n\n"] and p == prompt
+    # budget 3 (1 for blocks): the lower-ranked block is dropped, the best keeps one line
+    blocks, p, rep = snippet_blocks(prompt, _ranked(), tok, budget=3)
+    assert [b.text for b in blocks] == ["best_a()\n\n"] and rep["blocks_dropped"] == 1
     # a prompt over the budget on its own: every block goes and its oldest lines are cut
     blocks, p, rep = snippet_blocks("old line\nnewer line\nlast", _ranked(), tok, budget=3)
     assert blocks == [] and p == "newer line\nlast" and rep["prompt_tokens_cut"] == 2
