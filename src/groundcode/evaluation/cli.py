@@ -269,7 +269,7 @@ def ds1000_cmd(
                              per_library, seed)
         runnable, skipped = ds.split_runnable(problems, interp)
         typer.echo(f"{len(problems)} problems selected, {len(runnable)} runnable with {interp}, "
-                   f"{len(skipped)} skipped {dict(ds._count(skipped.values()))}", err=True)
+                   f"{len(skipped)} skipped {dict(ds.tally(skipped.values()))}", err=True)
         out.mkdir(parents=True, exist_ok=True)
         samples_path, results_path = out / "samples.jsonl", out / "results.jsonl"
         cols = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),

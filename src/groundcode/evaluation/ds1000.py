@@ -204,10 +204,11 @@ def summarize(results: list[dict], skipped: dict | None = None, ks=(1, 5)) -> di
             "by_library": {k: agg(v) for k, v in sorted(by_lib.items())},
             "by_perturbation": {k: agg(v) for k, v in sorted(by_pert.items())},
             "skipped": len(skipped),
-            "skipped_reasons": dict(sorted(_count(skipped.values()).items()))}
+            "skipped_reasons": dict(sorted(tally(skipped.values()).items()))}
 
 
-def _count(values) -> dict:
+def tally(values) -> dict:
+    """{value: how many times it occurs}."""
     c: dict = defaultdict(int)
     for v in values:
         c[v] += 1

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -360,13 +360,8 @@ def run_many(sources: Iterable[str], config: SandboxConfig | None = None, worker
     results: list[ExecutionResult | None] = [None] * len(sources)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futs = {pool.submit(run_program, s, config, env): i for i, s in enumerate(sources)}
-        for fut in _as_completed(futs):
+        for fut in as_completed(futs):
             results[futs[fut]] = fut.result()
             if progress:
                 progress(1)
     return results  # type: ignore[return-value]
-
-
-def _as_completed(futs):
-    from concurrent.futures import as_completed
-    return as_completed(futs)
