@@ -235,8 +235,8 @@ def _short(reason: str) -> str:
 
 def env_dir() -> Path:
     """Where recipes/ds1000_env.sh builds the test interpreter (the user cache)."""
-    import os
-    return Path(os.environ.get("GROUNDCODE_CACHE", Path.home() / ".cache" / "groundcode")) / "ds1000-env"
+    from ..cache import cache_dir
+    return cache_dir() / "ds1000-env"
 
 
 def default_python() -> str:
@@ -262,7 +262,7 @@ def execute_resumable(problems: list[Problem], completions: dict[str, list[str]]
                       chunk: int = 8) -> list[dict]:
     """`execute` in chunks, appending {config, ...} records to `results_path` as they finish;
     problems already there for `config` are not run again. Returns this config's records."""
-    from .jsonl import append_jsonl
+    from ..jsonl import append_jsonl
     have = {r["task_id"]: r for r in read_jsonl(results_path) if r.get("config") == config} \
         if Path(results_path).exists() else {}
     todo = [q for q in problems if q.task_id not in have and completions.get(q.task_id)]

@@ -133,7 +133,7 @@ def snippets(
         meta = {"built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "sources": sources,
                 "extracted": len(found), "decontamination": None}
         if ds1000:
-            from ..evaluation.jsonl import read_jsonl
+            from ..jsonl import read_jsonl
             from .contamination import Contamination
             found, meta["decontamination"] = Contamination(list(read_jsonl(ds1000))).filter(found)
             meta["decontamination"]["against"] = Path(ds1000).name

@@ -18,20 +18,20 @@ into a repository. Not here: the ranking (snippet_retriever.py), where snippets 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ..cache import cache_dir
 from ..errors import GroundcodeError
 from .bm25 import BM25, words
 from .snippet import Snippet, normalise_code
 
 
 def default_dir() -> Path:
-    return Path(os.environ.get("GROUNDCODE_CACHE", Path.home() / ".cache" / "groundcode")) / "index" / "snippets"
+    return cache_dir() / "index" / "snippets"
 
 
 def dedupe(snippets) -> tuple[list[Snippet], int]:

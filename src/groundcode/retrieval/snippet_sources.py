@@ -213,7 +213,7 @@ def _public_name(qual: str, package: str) -> str:
 def jsonl_snippets(path: Path, license: str = "") -> Iterator[Snippet]:
     """Snippets of a JSONL file with `description` (or `title`/`question`/`intent`) and `code`
     (or `snippet`/`answer`) fields; `source`, `license`, `name` are kept when present."""
-    from ..evaluation.jsonl import read_jsonl
+    from ..jsonl import read_jsonl
     n = 0
     for i, r in enumerate(read_jsonl(path)):
         desc = next((r[k] for k in ("description", "title", "question", "intent") if isinstance(r.get(k), str)), None)
