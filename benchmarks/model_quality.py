@@ -1,6 +1,14 @@
-"""Quality report of a model (default: the shipped one) on Python packages it never saw.
+"""Quality report of a model on Python packages it never saw, or (--compare) of every registry model.
 
-    .venv/bin/python benchmarks/model_quality.py [--model PATH] [--threads 2]
+    .venv/bin/python benchmarks/model_quality.py --model tiny [--threads 2]     # one model, card lines
+    .venv/bin/python benchmarks/model_quality.py --compare [--models tiny smollm2-135m ...]
+
+--compare reproduces issue #12's table for the registry entries (those pulled) plus `tiny`:
+bits/char on the .py files of tmdbsimple, typedargs and pyebnf (sdists fetched as bytes by
+evaluation/sources.py, nothing run), the share of 30 greedy function bodies that parse with the
+prompt ending after the docstring's line and with the prompt ending in the body's indentation, and
+CPU tokens/s at batch 1; printed as a table and written to benchmarks/results/model_quality_registry.json.
+Models named in --reduced get a smaller sample (--reduced-chars, --reduced-functions), said in the table.
 
 Three measurements, printed as a table and written to benchmarks/results/model_quality.json:
 1. held-out bits per character on the .py files of pinned PyPI packages that are NOT in the model's
@@ -113,18 +121,19 @@ def cut_body(completion: str, out_of_tokens: bool) -> tuple[str, bool]:
     return "\n".join(kept) + "\n", out_of_tokens
 
 
-def generate_bodies(model, tok, funcs: list[dict], max_new: int) -> list[dict]:
+def generate_bodies(model, tok, funcs: list[dict], max_new: int, lead: str = "") -> list[dict]:
+    """Greedy bodies; `lead` ends the prompt (e.g. the body's indentation) and starts the body."""
     import torch
     out = []
     for f in funcs:
-        ids = tok(f["prompt"], return_tensors="pt", add_special_tokens=False)["input_ids"]
+        ids = tok(f["prompt"] + lead, return_tensors="pt", add_special_tokens=False)["input_ids"]
         with torch.no_grad():
             gen = model.generate(ids, max_new_tokens=max_new, do_sample=False, pad_token_id=tok.eos_token_id)
         new = gen[0, ids.shape[1]:].tolist()
         truncated = len(new) >= max_new and tok.eos_token_id not in new
         if tok.eos_token_id in new:
             new = new[:new.index(tok.eos_token_id)]
-        body, truncated = cut_body(tok.decode(new), truncated)
+        body, truncated = cut_body(lead + tok.decode(new), truncated)
         try:
             ast.parse(f["prompt"] + body)
             parses = bool(body.strip())      # an empty body is no generated body
@@ -163,7 +172,15 @@ def speed(model, tok, n_new: int = 128, reps: int = 3) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default=None, help="model path (default: the shipped model)")
+    ap.add_argument("--model", default=None, help="registry name, tiny or a path (default: the registry default)")
+    ap.add_argument("--compare", action="store_true", help="issue #12's table over --models")
+    ap.add_argument("--models", nargs="*", default=None, help="--compare: default tiny + every pulled registry model")
+    ap.add_argument("--reduced", nargs="*", default=["qwen2.5-coder-0.5b"],
+                    help="--compare: models measured on a smaller sample (CPU time)")
+    ap.add_argument("--reduced-chars", type=int, default=15_000, help="chars per package for --reduced")
+    ap.add_argument("--reduced-functions", type=int, default=10)
+    ap.add_argument("--compare-chars", type=int, default=40_000, help="--compare: chars per package")
+    ap.add_argument("--compare-functions", type=int, default=30, help="--compare: function bodies")
     ap.add_argument("--packages", nargs="*", default=HELDOUT)
     ap.add_argument("--cache", default=str(ROOT / ".cache" / "heldout"))
     ap.add_argument("--window", type=int, default=None, help="default: the model's training window")
@@ -174,6 +191,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "model_quality.json"))
     args = ap.parse_args()
+    if args.compare:
+        return compare(args)
 
     import os
     import platform
@@ -260,6 +279,105 @@ def card_lines(r: dict) -> list[str]:
     for s in r["samples"]:
         lines += ["```python", (s["prompt"] + s["body"]).rstrip(), "```",
                   f"({s['path']}: {'parses' if s['parses'] else 'does not parse'})", ""]
+    return lines
+
+
+# --compare: issue #12's packages (pinned), none of them in any registry model's tuning data.
+COMPARE_PACKAGES = ["tmdbsimple==2.9.8", "typedargs==1.1.3", "pyebnf==0.1.3"]
+
+
+def package_files(spec: str) -> dict[str, str]:
+    """{path: text} of a package's own .py files (no setup.py, tests or docs), from its sdist."""
+    from groundcode.evaluation.sources import resolve
+    src = resolve(f"pypi:{spec}")
+    out = {}
+    for path in sorted(src.root.rglob("*.py")):
+        rel = path.relative_to(src.root)
+        if rel.name == "setup.py" or any(p in ("tests", "test", "docs", "examples") for p in rel.parts) \
+                or rel.name.startswith("test_"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if text.strip():
+            out[f"{spec.split('==')[0]}/{rel}"] = text
+    return out
+
+
+def compare(args) -> None:
+    import os
+
+    import torch
+    from groundcode.models.load import load_model
+    from groundcode.models.pull import is_pulled
+    from groundcode.models.registry import REGISTRY
+    torch.set_num_threads(args.threads)
+    names = args.models or ["tiny"] + [n for n, e in REGISTRY.items() if is_pulled(e)]
+    files = {spec: package_files(spec) for spec in COMPARE_PACKAGES}
+    rows = []
+    for name in names:
+        reduced = name in args.reduced
+        max_chars = args.reduced_chars if reduced else args.compare_chars
+        n_funcs = args.reduced_functions if reduced else args.compare_functions
+        t0 = time.time()
+        lm = load_model(name, device="cpu")
+        model, tok = lm.model, lm.tokenizer
+        training = Path(str(model.name_or_path)) / "training.json"
+        window = args.window or (json.loads(training.read_text())["config"]["seq_len"] if training.exists()
+                                 else min(lm.context_length, 1024))
+        per_pkg, nll_bits, chars = [], 0.0, 0
+        for spec, pf in files.items():
+            texts, total = [], 0
+            for path in sorted(pf):
+                if total >= max_chars:
+                    break
+                texts.append(pf[path][: max_chars - total])
+                total += len(texts[-1])
+            bpc, n_tok, n_chars = bits_per_char(model, tok, texts, window)
+            per_pkg.append({"package": spec, "chars": n_chars, "tokens": n_tok, "bits_per_char": round(bpc, 4)})
+            nll_bits += bpc * n_chars
+            chars += n_chars
+        t_bpc = time.time() - t0
+        all_files = {p: t for pf in files.values() for p, t in pf.items()}
+        funcs = documented_functions(all_files, random.Random(args.seed), n_funcs)
+        t1 = time.time()
+        nl = generate_bodies(model, tok, funcs, args.max_new_tokens)
+        ind = generate_bodies(model, tok, funcs, args.max_new_tokens, lead="    ")
+        t_gen = time.time() - t1
+        tps, tps_bare = speed(model, tok, n_new=64, reps=2)
+        rows.append({
+            "model": name, "parameters": sum(p.numel() for p in model.parameters()),
+            "licence": REGISTRY[name].licence if name in REGISTRY else "Apache-2.0 (ours)",
+            "reduced_sample": reduced, "window": window, "packages": per_pkg,
+            "pooled_bits_per_char": round(nll_bits / chars, 4), "chars": chars, "functions": len(funcs),
+            "parse_share_prompt_newline": round(sum(b["parses"] for b in nl) / max(1, len(nl)), 4),
+            "parse_share_prompt_indent": round(sum(b["parses"] for b in ind) / max(1, len(ind)), 4),
+            "empty_bodies_newline": sum(not b["body_chars"] for b in nl),
+            "empty_bodies_indent": sum(not b["body_chars"] for b in ind),
+            "cpu_tokens_per_s_batch1": round(tps, 1), "cpu_tokens_per_s_batch1_bare_loop": round(tps_bare, 1),
+            "load_average_1min": round(os.getloadavg()[0], 2),
+            "seconds": {"bits_per_char": round(t_bpc, 1), "generation": round(t_gen, 1)},
+            "per_function": [{"path": a["path"], "name": a["name"], "parses_newline": a["parses"],
+                              "parses_indent": b["parses"]} for a, b in zip(nl, ind)],
+        })
+        print(table_lines(rows)[-1], flush=True)
+        del lm, model
+    result = {"packages": COMPARE_PACKAGES, "threads": args.threads, "max_new_tokens": args.max_new_tokens,
+              "seed": args.seed, "cpus": os.cpu_count(), "models": rows, "table": table_lines(rows)}
+    out = Path(args.out) if args.out != str(ROOT / "benchmarks" / "results" / "model_quality.json") \
+        else ROOT / "benchmarks" / "results" / "model_quality_registry.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print("\n".join(result["table"]))
+
+
+def table_lines(rows: list[dict]) -> list[str]:
+    lines = ["| model | params | bits/char | bodies that parse (prompt ends after docstring) "
+             "| bodies that parse (prompt ends with indentation) | CPU tok/s b1 | sample | load avg |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        sample = f"{r['chars']:,} chars, {r['functions']} functions" + (" (reduced)" if r["reduced_sample"] else "")
+        lines.append(f"| {r['model']} | {r['parameters'] / 1e6:.1f}M | {r['pooled_bits_per_char']:.3f} "
+                     f"| {r['parse_share_prompt_newline']:.0%} ({r['empty_bodies_newline']} empty) "
+                     f"| {r['parse_share_prompt_indent']:.0%} ({r['empty_bodies_indent']} empty) "
+                     f"| {r['cpu_tokens_per_s_batch1']:.1f} | {sample} | {r['load_average_1min']} |")
     return lines
 
 
