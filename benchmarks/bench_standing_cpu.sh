@@ -2,7 +2,7 @@
 # The CPU run of the standing benchmark (its cpu subset, or SCOPE=functions: all function tasks):
 # baseline vs monitored, greedy, one model.
 # Writes summary.json, report.md/.html and timing.json to benchmarks/results/standing_<scope>_<model>/ (a new
-# directory per model: it refuses to overwrite results that git tracks unless FORCE=1) and the
+# directory per model: it refuses to overwrite a results directory unless FORCE=1) and the
 # samples/results JSONL to $W outside the repository (the `reference` oracle rows hold the packages'
 # own code, which stays out of the repository). Needs: groundcode bench build --recipe standing --out "$BENCH"
 # Run: bash benchmarks/bench_standing_cpu.sh   (env: BENCH=task dir, MODEL=registry name/tiny/path,
@@ -27,8 +27,8 @@ R=${R:-benchmarks/results/standing_${SCOPE}_$TAG}
 W=${W:-$HOME/.cache/groundcode/bench/standing-${SCOPE}-run-$TAG}
 GC=${GC:-groundcode}
 MODEL_FLAG=(--model "$MODEL")
-if [ -z "${FORCE:-}" ] && [ -n "$(git ls-files "$R" 2>/dev/null)" ]; then
-  echo "error: $R holds results tracked by git; set R=a new directory (or FORCE=1)" >&2; exit 2
+if [ -z "${FORCE:-}" ] && [ -e "$R/summary.json" ]; then
+  echo "error: $R already holds results; set R=a new directory (or FORCE=1 to replace them)" >&2; exit 2
 fi
 mkdir -p "$R" "$W"
 # RESUME=1 continues an interrupted run (bench run skips tasks already in the samples file)
@@ -62,7 +62,8 @@ t2=$(python3 -c "print($t1 + $tm)")
 $GC bench run "$T" "${SEL[@]}" --config reference --oracle --out "$W/samples.jsonl"
 python3 - "$W/samples.jsonl" "$W/samples_paired.jsonl" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+import os
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()] if os.path.exists(sys.argv[1]) else []
 have = {}
 for r in rows:
     have.setdefault(r["config"], set()).add(r["task_id"])

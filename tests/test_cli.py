@@ -186,5 +186,5 @@ def test_the_cpu_benchmark_script_never_overwrites_results(tmp_path):
     assert (full / "summary.json").read_text() == "{}"
     r = subprocess.run(["bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    made = list((tmp_path / "benchmarks" / "results").glob("bench_standing_cpu-*/timing.json"))
+    made = list((tmp_path / "benchmarks" / "results").glob("standing_cpu_*/timing.json"))
     assert len(made) == 1
