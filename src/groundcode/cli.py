@@ -4,6 +4,7 @@ calls one library function; user errors print one line (exit 2), never a traceba
     groundcode complete FILE:LINE:COL [--repo DIR] [--model ID|PATH] [--no-monitor] [--json]
     groundcode generate FILE:FUNCTION [--repo DIR] [...]
     groundcode models list|pull|path                   (sub-app of models/)
+    groundcode augment SOURCE... --out aug.jsonl       (ToolGen's <COMP> augmentation, training/)
     groundcode corpus ... / train ... / bench ... / index ...  (sub-apps of training/,
                                                       evaluation/, retrieval/)
 """
@@ -67,6 +68,11 @@ def _mount_subapps() -> None:
             app.add_typer(getattr(module, attr), name=name)
         except (ImportError, AttributeError):
             pass
+    try:
+        from .training.cli import augment_cmd
+        app.command("augment")(augment_cmd)
+    except ImportError:
+        pass
 
 
 def _print_triggers(gen, seconds: float) -> None:

@@ -4,9 +4,11 @@
     groundcode train tokenizer --corpus corpus/ --out tok/ [--vocab-size 16384]
     groundcode train pretrain --corpus corpus/ --tokenizer tok/ --out model/ [--preset cpu|gpu|smoke]
     groundcode train card --model model/ [--quality benchmarks/results/model_quality.json]
+    groundcode train finetune --data aug.jsonl --variant base|toolgen --out adapters/X [--model M]
+    groundcode augment SOURCE... --out aug.jsonl   (registered at the top level by groundcode/cli.py)
 
 Each command maps its flags onto one config / one library call; user errors print one line.
-Not here: the work itself (corpus.py, tokenizer.py, pretrain.py, card.py).
+Not here: the work itself (corpus.py, tokenizer.py, pretrain.py, card.py, augment.py, finetune.py).
 Test: tests/test_training_cli.py.
 """
 from __future__ import annotations
@@ -123,3 +125,71 @@ def card_cmd(
     with _one_line_errors():
         path = write_card(model, corpus, quality, notes)
     typer.echo(f"wrote {path}")
+
+
+def augment_cmd(
+    sources: List[str] = typer.Argument(..., help="directories or pypi:NAME==VERSION (downloaded, never installed)"),
+    out: Path = typer.Option(..., "--out", "-o", help="JSONL of augmented functions (appended; reruns resume)"),
+    workers: int = typer.Option(2, help="processes, one Jedi each"),
+    min_doc_words: int = typer.Option(3, help="words in the docstring's first paragraph"),
+    max_body_lines: int = typer.Option(30, help="skip functions whose body (after the docstring) is longer"),
+    max_file_bytes: int = typer.Option(300_000, help="skip bigger files"),
+    max_files_per_repo: Optional[int] = typer.Option(None, help="at most this many files per repository"),
+    exact: bool = typer.Option(False, help="a full Jedi completion per identifier on the truncated file (slow)"),
+    dynamic_inference: bool = typer.Option(False, help="Jedi's call-site search for parameter types (slower)"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+):
+    """Mark with <COMP> the identifiers Jedi would have offered (ToolGen, Algorithm 1)."""
+    from .augment import AugmentConfig, augment
+    cfg = AugmentConfig(sources=list(sources), out=str(out), workers=workers, min_doc_words=min_doc_words,
+                        max_body_lines=max_body_lines, max_file_bytes=max_file_bytes,
+                        max_files_per_repo=max_files_per_repo, exact=exact,
+                        dynamic_inference=dynamic_inference)
+    try:
+        s = augment(cfg, progress=progress)
+    except GroundcodeError as exc:
+        _fail(exc)
+    typer.echo(f"{s['functions']} functions ({s['files']} files, {s['files_skipped_resume']} already done), "
+               f"{s['marked']} <COMP> = {s['comp_per_function']}/function, hit rate {s['hit_rate']}, "
+               f"{s['seconds']}s = {s['functions_per_s']} functions/s (load {s['loadavg'][0]}) -> {out}")
+
+
+@train_app.command("finetune")
+def finetune_cmd(
+    data: Path = typer.Option(..., help="augmented JSONL from `groundcode augment`"),
+    out: Path = typer.Option(..., "--out", "-o", help="adapter (or model) directory"),
+    variant: str = typer.Option("toolgen", help="base (original functions) | toolgen (with <COMP>)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="registry name, path or HF id (default model if omitted)"),
+    method: str = typer.Option("lora", help="lora | full"),
+    lora_r: int = typer.Option(16), lora_alpha: int = typer.Option(16), lora_dropout: float = typer.Option(0.05),
+    target_modules: str = typer.Option("q_proj,k_proj,v_proj,o_proj", help="LoRA targets, comma-separated"),
+    lr: float = typer.Option(3e-4), epochs: float = typer.Option(1.0), batch_size: int = typer.Option(4),
+    max_len: int = typer.Option(384, help="tokens per example"), max_prompt: int = typer.Option(160),
+    max_train_tokens: Optional[int] = typer.Option(None, help="take examples until this many tokens"),
+    max_examples: Optional[int] = typer.Option(None), eval_examples: int = typer.Option(24),
+    exclude_repo: Optional[List[str]] = typer.Option(None, "--exclude-repo", help="refuse data from this repository; repeat"),
+    exclude_recipe: Optional[str] = typer.Option("standing", help="refuse data from this benchmark recipe's packages ('' = none)"),
+    time_budget_s: Optional[float] = typer.Option(None, help="stop training after this much wall time"),
+    save_every: int = typer.Option(20, help="steps between checkpoints (a rerun resumes)"),
+    seed: int = typer.Option(42), threads: Optional[int] = typer.Option(None), device: Optional[str] = typer.Option(None),
+):
+    """Fine-tune BASE or TOOLGEN (docstring -> function) as a LoRA adapter or a full model."""
+    from .finetune import FinetuneConfig, finetune
+    try:
+        excluded = list(exclude_repo or [])
+        if exclude_recipe:
+            from ..evaluation.cli import load_recipe
+            excluded += [p["source"].split(":", 1)[1].split("==")[0] for p in load_recipe(exclude_recipe)["packages"]]
+        cfg = FinetuneConfig(data=str(data), out=str(out), variant=variant, model=model, method=method,
+                             lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+                             target_modules=target_modules, lr=lr, epochs=epochs, batch_size=batch_size,
+                             max_len=max_len, max_prompt=max_prompt, max_train_tokens=max_train_tokens,
+                             max_examples=max_examples, eval_examples=eval_examples, exclude_repos=excluded,
+                             time_budget_s=time_budget_s, save_every=save_every, seed=seed, threads=threads,
+                             device=device)
+        r = finetune(cfg, log=typer.echo)
+    except GroundcodeError as exc:
+        _fail(exc)
+    typer.echo(f"{r['variant']}: {r['examples']} examples, {r['steps']} steps, {r['tokens_per_s']} tok/s; "
+               f"held-out loss {r['eval_before']['loss']} -> {r['eval_after']['loss']}; "
+               f"{r['adapter_bytes'] / 1e6:.1f} MB -> {out}")
