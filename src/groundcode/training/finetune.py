@@ -5,9 +5,10 @@
 Both variants read the same augmented JSONL (training/augment.py) and pick the same examples (a
 seeded shuffle, cut at a token budget): BASE learns the `original` functions, TOOLGEN the
 `augmented` ones (with <COMP> before the identifiers the autocompleter offers). An example is
-the prompt the benchmark gives at generation time — the function's header and docstring, then
-the body's indentation — followed by the body and EOS; the loss is on the body only. Prompt and
-body are tokenized separately (as the engine sees them: the prompt ends at the indentation).
+the prompt the benchmark gives at generation time — the function's header and docstring through
+its newline (token healing gives the body's indentation back to the model) — followed by the
+body and EOS; the loss is on the body only. Prompt and body are tokenized separately, as the
+engine sees them.
 
 Methods: `lora` (peft; r/alpha configurable, ToolGen used 16/16; attention projections) or
 `full`. In both, TOOLGEN adds <COMP> as a special token (mean-initialised) and trains its
@@ -63,18 +64,12 @@ class FinetuneConfig:
     device: str | None = None
 
 
-def _lead(body: str) -> str:
-    first = next((ln for ln in body.splitlines() if ln.strip()), "")
-    return first[: len(first) - len(first.lstrip(" \t"))]
-
-
 def split_example(rec: dict, variant: str) -> tuple[str, str]:
-    """(prompt, target): header + docstring + the body's indentation, then the rest of the body."""
+    """(prompt, target): the header and docstring through the newline that ends the docstring,
+    then the body with its indentation. The engine's prompt ends the same way: token healing
+    gives back the body's indentation and the model writes it (decoding/prompt.py)."""
     text = rec["augmented"] if variant == "toolgen" else rec["original"]
-    head, body = text[: rec["body_offset"]], text[rec["body_offset"]:]
-    lead = _lead(body)
-    start = body.index(lead) + len(lead) if lead else 0
-    return head + body[:start], body[start:]
+    return text[: rec["body_offset"]], text[rec["body_offset"]:]
 
 
 def load_examples(cfg: FinetuneConfig) -> tuple[list[dict], list[dict]]:
