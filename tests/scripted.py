@@ -69,7 +69,10 @@ def planted(target: str):
             ident = run[0].isalnum() or run[0] == "_"
             if not (ident and (t[k][0].isalnum() or t[k][0] == "_")):
                 return None
-            if k == len(g) - 1:  # a name in progress: go on with what follows the planted name
+            if k == len(g) - 1:  # a name in progress: finish the planted name if it is the
+                # start of it, else go on with what follows the planted name
+                if t[k].startswith(run):
+                    return t[k][len(run):] + "".join(t[k + 1:])
                 return "".join(t[k + 1:]) or None
         return "".join(t[len(g):]) or None
     return rules

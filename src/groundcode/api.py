@@ -1,7 +1,7 @@
 """The library's entry points: ground a model on a repository and generate code.
 
     gen = Generator(model=None | "hf-id-or-path" | LoadedModel, monitor=MonitorConfig(),
-                    prompt=PromptConfig())
+                    prompt=PromptConfig(), tools=ToolConfig(enabled=True))   # tools: <COMP> calls
     ctx = function_context(file, "Class.method", repo)   # a function body from signature+docstring
     ctx = cursor_context(file, line, col, repo)          # continue at a cursor (line 1-based, col 0-based)
     outs = gen.run([ctx, ...], SamplingConfig(...), n=1) # outs[i][j]: sample j of context i
@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .config import MonitorConfig, PromptConfig, SamplingConfig
+from .config import MonitorConfig, PromptConfig, SamplingConfig, ToolConfig
 from .context import CodeContext, cursor_context, function_context  # noqa: F401  (public here)
 from .errors import GroundcodeError
 
@@ -47,12 +47,14 @@ class Generator:
     kept warm."""
 
     def __init__(self, model=None, monitor: MonitorConfig | None = None, device: str | None = None,
-                 dtype: str | None = None, batch_rows: int = 8, prompt: PromptConfig | None = None):
+                 dtype: str | None = None, batch_rows: int = 8, prompt: PromptConfig | None = None,
+                 tools: ToolConfig | None = None):
         from .decoding.engine import Engine
         from .decoding.vocab import VocabIndex
         from .models.load import LoadedModel, load_model
         self.lm = model if isinstance(model, LoadedModel) else load_model(model, device, dtype)
         self.monitor = monitor or MonitorConfig()
+        self.tools = tools or ToolConfig()
         self.vocab = VocabIndex.for_tokenizer(self.lm.tokenizer)
         self.engine = Engine(self.lm.model, self.lm.tokenizer, self.vocab)
         self.prompts = self.prompt_builder(prompt)
@@ -118,7 +120,22 @@ class Generator:
             if m.keywords:
                 from .decoding.guides.keyword_args import KeywordArgMonitor
                 guides.append(KeywordArgMonitor(self.analyzer(row_ctx.repo)))
+        if self.tools.enabled:
+            guides.append(self._tool_guide(row_ctx))
         return guides
+
+    def _tool_guide(self, row_ctx: CodeContext):
+        """ToolGen's tool-token guide: <COMP> (or, zero-shot, a high-entropy name start) calls
+        the analyzer and the model picks among its suggestions."""
+        from .decoding.guides.toolcall import ToolCallGuide
+        from .models.lora import tool_token_id
+        t = self.tools
+        comp = None if t.entropy is not None else tool_token_id(self.lm.tokenizer)
+        if comp is None and t.entropy is None:
+            raise GroundcodeError(f"model {self.lm.name} has no <COMP> token: use a TOOLGEN adapter "
+                                  "(--model ADAPTER_DIR) or the zero-shot mode (--tool-entropy NATS)")
+        return ToolCallGuide(self.analyzer(row_ctx.repo), comp, threshold=t.threshold,
+                             entropy=t.entropy, hide_dunder=self.monitor.hide_dunder)
 
     def specs(self, contexts: list[CodeContext], sampling: SamplingConfig, n: int = 1, blocks=None):
         """Engine rows for `n` samples of each context, named (context index, sample index), and
@@ -131,7 +148,7 @@ class Generator:
         for ci, ctx in enumerate(contexts):
             p = self.prompt(ctx, sampling.max_new_tokens, blocks[ci] if blocks else None)
             row_ctx = row_ctxs[ci] = ctx.continued(p.owed)
-            if self.monitor.enabled:   # Jedi's cold start runs while the prompt is prefilled,
+            if self.monitor.enabled or self.tools.enabled:   # Jedi's cold start runs while the prompt is prefilled,
                 self.analyzer(ctx.repo).prewarm(ctx.before + ctx.after, ctx.path)
                 warm_in_background()   # and numba loads the mask kernel
 

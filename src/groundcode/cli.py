@@ -2,7 +2,7 @@
 calls one library function; user errors print one line (exit 2), never a traceback.
 
     groundcode complete FILE:LINE:COL [--repo DIR] [--model ID|PATH] [--no-monitor] [--json]
-    groundcode generate FILE:FUNCTION [--repo DIR] [...]
+    groundcode generate FILE:FUNCTION [--repo DIR] [--tool-tokens] [...]
     groundcode models list|pull|path                   (sub-app of models/)
     groundcode augment SOURCE... --out aug.jsonl       (ToolGen's <COMP> augmentation, training/)
     groundcode corpus ... / train ... / bench ... / index ...  (sub-apps of training/,
@@ -96,7 +96,7 @@ def _print_triggers(gen, seconds: float) -> None:
 
 
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
-         deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None) -> None:
+         deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None) -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -112,7 +112,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         if stream is None:      # stream to a terminal, print at the end into a pipe
             stream = not as_json and sys.stdout.isatty()
         with err.status("loading model…", spinner="dots") if not as_json else _null():
-            gen = Generator(model, monitor, device=device, dtype=dtype, prompt=prompt)
+            gen = Generator(model, monitor, device=device, dtype=dtype, prompt=prompt, tools=tools)
         with gen:
             if stream and not as_json:
                 live = _Stream(ctx)
@@ -204,6 +204,14 @@ _JSON = typer.Option(False, "--json", help="print one JSON object instead of tex
 _REPO = typer.Option(None, "--repo", "-r", help="repository root (default: found from the file)")
 _FIM = typer.Option("auto", "--fim", help="fill-in-the-middle with the model's FIM tokens: auto (cursor completions), on, off")
 _HEAL = typer.Option(True, "--heal/--no-heal", help="token healing: the model re-writes the prompt's trailing whitespace")
+_TOOLS = typer.Option(False, "--tool-tokens", help="tool tokens (ToolGen): <COMP> calls the autocompleter (a TOOLGEN adapter as --model)")
+_TOOL_P = typer.Option(None, "--tool-threshold", help="also call when p(<COMP>) >= this")
+_TOOL_H = typer.Option(None, "--tool-entropy", help="zero-shot tool calls (any model): at name starts whose next-token entropy >= this many nats")
+
+
+def _tools(tool_tokens: bool, threshold, entropy):
+    from .config import ToolConfig
+    return ToolConfig(enabled=tool_tokens or entropy is not None, threshold=threshold, entropy=entropy)
 
 
 @app.command()
@@ -214,7 +222,9 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              temperature: float = _TEMP, top_p: float = _TOPP, seed: int = _SEED,
              max_new_tokens: int = _MAXN, no_monitor: bool = _NOMON, deadline: float = _DEADLINE,
              hide_private: bool = _PRIV, as_json: bool = _JSON, fim: str = _FIM, heal: bool = _HEAL,
-             stop: str = _STOP, stream: Optional[bool] = _STREAM) -> None:
+             stop: str = _STOP, stream: Optional[bool] = _STREAM,
+             tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
+             tool_entropy: Optional[float] = _TOOL_H) -> None:
     """Continue the code at a cursor (the rest of that line is replaced). Prints, never writes."""
     from .api import cursor_context
     from .repo import parse_file_position
@@ -223,7 +233,8 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
         path, cur = parse_file_position(position)
         return cursor_context(path, cur.line, cur.column, _check_repo(repo, path))
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
-         deadline, hide_private, as_json, fim, heal, stop, stream)
+         deadline, hide_private, as_json, fim, heal, stop, stream,
+         _tools(tool_tokens, tool_threshold, tool_entropy))
 
 
 @app.command()
@@ -235,7 +246,9 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              max_new_tokens: int = typer.Option(256, "--max-new-tokens", "-n"),
              no_monitor: bool = _NOMON, deadline: float = _DEADLINE, hide_private: bool = _PRIV,
              as_json: bool = _JSON, fim: str = _FIM, heal: bool = _HEAL, stop: str = _STOP,
-             stream: Optional[bool] = _STREAM) -> None:
+             stream: Optional[bool] = _STREAM,
+             tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
+             tool_entropy: Optional[float] = _TOOL_H) -> None:
     """Write a function's body from its signature and docstring (printed, not written back)."""
     from .api import function_context
     from .repo import parse_file_function
@@ -244,7 +257,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
         path, name = parse_file_function(target)
         return function_context(path, name, _check_repo(repo, path))
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
-         deadline, hide_private, as_json, fim, heal, stop, stream)
+         deadline, hide_private, as_json, fim, heal, stop, stream,
+         _tools(tool_tokens, tool_threshold, tool_entropy))
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:

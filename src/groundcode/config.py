@@ -40,6 +40,14 @@ class MonitorConfig:
 
 
 @dataclass
+class ToolConfig:
+    enabled: bool = False          # tool tokens (ToolGen): <COMP> calls the autocompleter
+    threshold: float | None = None # also call when p(<COMP>) >= this (None: only when it is the pick)
+    entropy: float | None = None   # zero-shot (no <COMP> needed): call at a name start whose
+                                   # next-token entropy is >= this many nats
+
+
+@dataclass
 class PromptConfig:
     fim: str = "auto"              # auto | on | off: fill-in-the-middle with the model's FIM tokens
                                    # (auto: cursor completions when the tokenizer has them)

@@ -19,7 +19,8 @@ Phases of the loop:
   1. prefill   distinct prompts once (rows with the same prompt, e.g. `n` samples, share it: the
                KV cache is expanded to them), left-padded, logits of the last position
   2. step      per row: a token queued by a guide (`row.force`) is taken as is; otherwise the
-               guides' masks (only constrained rows pay), all rows sampled at once, free samples
+               scores shown to guides that read them (`logits`), the guides' masks (only
+               constrained rows pay), all rows sampled at once, free samples
                that contain a dot verified (guide.check; resample that row under the returned
                mask); accept, advance guides, roll back or stop; events out
   3. feed      one new column per step for every row (finished rows feed a masked pad)
@@ -99,6 +100,7 @@ class _Row:
         self.constrained = 0
         self.seen_triggers = 0
         self.output: RowOutput | None = None
+        self.scorers = [g for g in spec.guides if type(g).logits is not Guide.logits]
 
 
 class Engine:
@@ -200,6 +202,9 @@ class Decoding:
             # -- 2. step ------------------------------------------------------------------------
             constrained = [False] * B
             for r in rows:
+                if r.finish is None and r.scorers and not r.view.forced:
+                    for g in r.scorers:             # guides that read the scores (tool tokens)
+                        g.logits(r.view, logits[r.view.index])
                 if r.finish is None and r.spec.guides and not r.view.forced:
                     allowed = combine(g.mask(r.view) for g in r.spec.guides)
                     if allowed is not None:

@@ -129,6 +129,10 @@ def run(
     config: str = typer.Option(..., help="Name of this configuration in results and reports."),
     model: Optional[str] = typer.Option(None, help="registry name, tiny, HF id or local path; default: the registry default (smollm2-135m)."),
     monitor: bool = typer.Option(True, "--monitor/--no-monitor", help="Dereference monitor on/off."),
+    tool_tokens: bool = typer.Option(False, "--tool-tokens/--no-tool-tokens",
+                                     help="ToolGen's tool-token guide: <COMP> calls the analyzer."),
+    tool_threshold: Optional[float] = typer.Option(None, help="Also call when p(<COMP>) >= this."),
+    tool_entropy: Optional[float] = typer.Option(None, help="Zero-shot tool calls at name starts with entropy >= this (nats)."),
     schedule: str = typer.Option("greedy", help="greedy | mgd (6 samples, T 0.2/0.4/0.6x2/0.8x2) | T:N,T:N"),
     top_p: float = typer.Option(0.95, help="Nucleus top-p for temperature > 0."),
     seed: int = typer.Option(0),
@@ -160,7 +164,9 @@ def run(
         picked = harness.select(all_tasks, limit=limit, kinds=kind_t)
         cfg = harness.RunConfig(name=config, model=model, monitor=monitor, schedule=schedule, top_p=top_p,
                                 seed=seed, max_new_tokens=max_new_tokens, batch=batch, fim=fim, heal=heal,
-                                max_prompt_tokens=max_prompt_tokens)
+                                max_prompt_tokens=max_prompt_tokens,
+                                tool_tokens=tool_tokens or tool_entropy is not None,
+                                tool_threshold=tool_threshold, tool_entropy=tool_entropy)
         harness.parse_schedule(schedule)
         todo = len(picked) - len(harness.done_task_ids(out, config) & {t["task_id"] for t in picked})
         with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),

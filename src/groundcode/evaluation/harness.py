@@ -1,6 +1,6 @@
 """Generate samples for benchmark tasks with a named configuration; resumable JSONL keyed by task_id.
 
-A configuration = model + monitor on/off + a sampling schedule. Schedules: "greedy" (1 sample at
+A configuration = model + monitor on/off + tool tokens on/off + a sampling schedule. Schedules: "greedy" (1 sample at
 temperature 0), "mgd" (MGD's 6 samples: temperatures 0.2, 0.4, 0.6x2, 0.8x2, top-p 0.95), or
 "T:N,T:N" (N samples at temperature T). Each finished task appends one record
 {task_id, config, samples: [...]} to the samples file; a rerun skips task_ids already there, so an
@@ -34,6 +34,9 @@ class RunConfig:
     fim: str = "auto"                # fill-in-the-middle: auto (cursor tasks) | on | off
     heal: bool = True                # token healing of the prompt's trailing whitespace
     max_prompt_tokens: int = 0       # cap the prompt below the model's window (0: the window)
+    tool_tokens: bool = False        # ToolGen's tool-token guide (<COMP> calls the analyzer)
+    tool_threshold: float | None = None   # also call when p(<COMP>) >= this
+    tool_entropy: float | None = None     # zero-shot: call at name starts with entropy >= this
 
 
 def parse_schedule(spec: str) -> tuple[tuple[float, int], ...]:
@@ -104,7 +107,10 @@ def _trigger_summary(triggers: list) -> dict:
     return {"triggers": len(recs),
             "failed_open": sum(bool(r.get("failed_open")) for r in recs),
             "cache_hits": sum(bool(r.get("cache_hit")) for r in recs),
-            "analysis_ms": round(sum(float(r.get("analysis_ms") or 0) for r in recs), 1)}
+            "analysis_ms": round(sum(float(r.get("analysis_ms") or 0) for r in recs), 1),
+            "tool_calls": sum(r.get("receiver") in ("<COMP>", "<entropy>") for r in recs),
+            "tool_failed": sum(r.get("receiver") in ("<COMP>", "<entropy>") and bool(r.get("failed_open"))
+                               for r in recs)}
 
 
 def run(tasks: list[dict], out: Path, cfg: RunConfig, *, generator=None, oracle: bool = False,
@@ -127,17 +133,19 @@ def run(tasks: list[dict], out: Path, cfg: RunConfig, *, generator=None, oracle:
     import contextlib
 
     from ..api import Generator
-    from ..config import MonitorConfig
+    from ..config import MonitorConfig, ToolConfig
+    tools = ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold, entropy=cfg.tool_entropy)
     # A generator made here is closed here (its analyzer worker processes with it); one passed in
     # belongs to the caller.
     with contextlib.nullcontext(generator) if generator is not None else \
-            Generator(model=cfg.model, monitor=MonitorConfig(enabled=cfg.monitor)) as gen:
+            Generator(model=cfg.model, monitor=MonitorConfig(enabled=cfg.monitor), tools=tools) as gen:
         return _run_all(gen, todo, out, cfg, groups, meta, progress)
 
 
 def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dict, progress) -> int:
-    from ..config import PromptConfig, SamplingConfig
+    from ..config import PromptConfig, SamplingConfig, ToolConfig
     gen.monitor.enabled = cfg.monitor
+    gen.tools = ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold, entropy=cfg.tool_entropy)
     gen.prompts = gen.prompt_builder(PromptConfig(fim=cfg.fim, heal=cfg.heal,
                                                   max_prompt_tokens=cfg.max_prompt_tokens))
     for k in range(0, len(todo), cfg.batch):

@@ -5,6 +5,8 @@ What a model name resolves to:
   says how to pull it (`groundcode models pull`);
 - a registry name (`qwen2.5-coder-0.5b`): its converted directory in the user cache (models/pull.py);
 - `tiny`: the 7.4M model bundled in the package (models/tiny_bundled/, for tests and smoke runs);
+- a LoRA adapter directory (adapter_config.json; training/finetune.py): its base model with the
+  adapter merged (`load_adapter_model`);
 - anything else: a local directory or an HF id in the local HF cache (nothing is downloaded when
   HF_HUB_OFFLINE=1).
 Every LoadedModel carries its template facts (FIM tokens, trained window, stop tokens): from the
@@ -111,6 +113,9 @@ def load_model(name_or_path: str | Path | None = None, device: str | None = None
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from .lora import is_adapter
+    if name_or_path is not None and is_adapter(name_or_path):
+        return load_adapter_model(Path(name_or_path), device, dtype)
     name, name_or_path, template = resolve_model(name_or_path)
     dev = pick_device(device)
     torch_dtype = pick_dtype(dtype, dev)
@@ -127,3 +132,22 @@ def load_model(name_or_path: str | Path | None = None, device: str | None = None
         template = detect_template(tok, ctx)
     return LoadedModel(model=model, tokenizer=tok, name=name, device=dev,
                        dtype=str(torch_dtype).replace("torch.", ""), template=template)
+
+
+def load_adapter_model(adapter_dir: Path, device: str | None = None, dtype: str | None = None) -> LoadedModel:
+    """A LoRA adapter directory (training/finetune.py) on its base model, merged: the base is
+    the `base_model` its finetune.json names (a registry name or a path), else peft's record."""
+    import json
+    from . import lora
+    base = None
+    meta = adapter_dir / "finetune.json"
+    if meta.is_file():
+        base = json.loads(meta.read_text()).get("base_model")
+    if not base:
+        base = json.loads((adapter_dir / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    if not base:
+        raise GroundcodeError(f"adapter {adapter_dir} does not name its base model")
+    lm = load_model(base, device, dtype)
+    model, tok = lora.load_adapter(adapter_dir, lm.model, lm.tokenizer)
+    return LoadedModel(model=model, tokenizer=tok, name=str(adapter_dir), device=lm.device,
+                       dtype=lm.dtype, template=lm.template)

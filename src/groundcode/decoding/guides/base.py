@@ -3,6 +3,9 @@
 A guide is a small state machine (MGD eq. 1-4: trigger -> analysis -> mask -> update):
 
     reset(row)               once per row before decoding
+    logits(row, scores)      optional, before the masks (only guides that define it are called):
+                             read, and adjust in place, this row's next-token scores (a 1-D
+                             tensor): a tool-token guide reads p(<COMP>) or the entropy there
     mask(row)                before sampling: allowed token ids (np.ndarray) or None = free.
                              Must be ~free when the guide is waiting.
     check(row, token)        after a *free* sample: None = accept, or allowed ids to resample
@@ -92,6 +95,9 @@ class Guide:
     """Base class with the no-op behaviour; subclasses override what they need."""
 
     def reset(self, row: RowView) -> None:
+        pass
+
+    def logits(self, row: RowView, scores) -> None:
         pass
 
     def mask(self, row: RowView) -> np.ndarray | None:
