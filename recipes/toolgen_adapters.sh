@@ -13,7 +13,7 @@ PY=${PY:-.venv/bin/python}
 WORK=${WORK:-$HOME/.cache/groundcode/toolgen}
 MODEL=${MODEL:-smollm2-135m}
 BUDGET=${BUDGET:-690}            # seconds of training per variant (the CPU run: <= 12 min wall)
-TOKENS=${TOKENS:-36000}          # training tokens per variant (examples taken in seeded order)
+TOKENS=${TOKENS:-8000}           # training tokens per variant (examples taken in seeded order)
 mkdir -p "$WORK"
 SOURCES=$($PY -c 'import json,importlib.resources as r; print(" ".join(json.loads(r.files("groundcode.training").joinpath("toolgen_corpus.json").read_text())["sources"]))')
 # 1. augmentation (resumable: a rerun skips finished files)
@@ -21,7 +21,7 @@ $PY -m groundcode augment $SOURCES --out "$WORK/aug.jsonl" --workers "${WORKERS:
 # 2. both variants from the same base, the same examples, the same seed
 for V in base toolgen; do
   $PY -m groundcode train finetune --data "$WORK/aug.jsonl" --variant $V --model "$MODEL" \
-      --out "$WORK/$MODEL-$V" --max-train-tokens "$TOKENS" --max-len 320 --max-prompt 128 \
-      --batch-size 4 --lr 1e-3 --eval-examples 24 --time-budget-s "$BUDGET" --save-every 10 \
+      --out "$WORK/$MODEL-$V" --max-train-tokens "$TOKENS" --max-len 256 --max-prompt 96 \
+      --batch-size 2 --lr 1e-3 --eval-examples 8 --time-budget-s "$BUDGET" --save-every 10 \
       --exclude-recipe standing --seed 42 ${THREADS:+--threads $THREADS}
 done
