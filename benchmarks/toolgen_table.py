@@ -25,7 +25,7 @@ from pathlib import Path
 
 OUT = Path("benchmarks/results/toolgen")
 TASKS = Path.home() / ".cache/groundcode/bench/standing/tasks.jsonl"
-METRICS = [("bleu", "BLEU-4"), ("codebleu", "CodeBLEU"), ("edit_sim", "EditSim"),
+METRICS = [("bleu4", "BLEU-4"), ("codebleu", "CodeBLEU"), ("edit_sim", "EditSim"),
            ("dep_coverage", "DepCov"), ("success", "SuccRate")]
 
 
