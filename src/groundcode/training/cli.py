@@ -47,6 +47,11 @@ def _one_line_errors():
         raise typer.Exit(2)
 
 
+def _fail(exc: GroundcodeError):
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
 @corpus_app.command("build")
 def corpus_build(
     out: Path = typer.Option(Path("corpus"), "--out", "-o", help="output directory (shards + manifest.json)"),
