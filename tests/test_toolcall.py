@@ -197,3 +197,20 @@ def test_tool_tokens_need_comp_or_entropy(tiny_lm):
     gen.tools = ToolConfig(enabled=True, entropy=2.0)          # zero-shot needs no <COMP>
     assert gen._tool_guide(ctx).comp_id is None
     gen.close()
+
+
+def test_name_start_only_in_code_not_in_strings_or_comments():
+    from groundcode.decoding.guides.toolcall import ToolCallGuide
+    from groundcode.pycode import Lexer
+    g = ToolCallGuide(analyzer=None, comp_id=None, entropy=1.0)
+
+    def at(text):
+        g.lexer = Lexer("")          # a fresh lexer per text (the guide rewinds it per row)
+        return g._at_name_start(text)
+    assert at("x = ")
+    assert at("def f():\n    # a comment\n    ")
+    assert not at("x = 1  # see ")
+    assert not at("s = 'an open string ")
+    assert not at('"""doc\n    still the docstring ')
+    assert at("s = 'closed' + ")
+    assert not at("x = foo")          # inside a name

@@ -45,7 +45,6 @@ import hashlib
 import keyword
 import math
 import re
-import tokenize
 
 import numpy as np
 
@@ -169,11 +168,10 @@ class ToolCallGuide(Guide):
         (not in a string or comment)."""
         if not text or _ident_char(text[-1]) or text[-1] in "'\"":
             return False
-        base, toks = self.lexer.scan(text, len(text))
-        if any(t.type == tokenize.ERRORTOKEN and t.string in ("'", '"') for t in toks):
-            return False                   # inside an unterminated string
-        last_row = text[base:].count("\n") + 1
-        return not any(t.type == tokenize.COMMENT and t.start[0] == last_row for t in toks)
+        toks = self.lexer.scan(text, len(text))
+        # the last token runs to the end: a comment, or a string (its last character is not a
+        # quote, so it is unterminated) means we are not in code
+        return not toks or toks[-1][0] not in ("comment", "string")
 
     def where(self, row: RowView, lead: str = "") -> tuple[str, int, int]:
         """The analyzer's view: the real file with the partial code (tool tokens removed, and
