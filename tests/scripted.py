@@ -36,17 +36,29 @@ class ScriptedLM(torch.nn.Module):
         for i in range(input_ids.shape[0]):
             cols = attention_mask[i, self._prompt_cols:].nonzero().flatten() + self._prompt_cols
             gen_ids = self._hist[i, cols].tolist()
-            text = "".join(self.vocab.texts[t] for t in gen_ids)
+            raw = "".join(self.vocab.texts[t] for t in gen_ids)
+            text = self.seen(raw)
             want = self.rules(text)
             self.preferred.append(want)
             if want:
                 # Every token that starts the preferred text gets a bonus growing with its
                 # length, so that under a mask the longest allowed piece of it still wins.
+                # At the first step, a smaller bonus also for the text after a line break: a
+                # prompt that ends at a line start gives its newline back (token healing), and
+                # the heal mask then keeps only tokens that start with it.
                 for t, s in enumerate(self.vocab.texts):
                     if s and want.startswith(s):
                         logits[i, -1, t] += self.bonus * (1 + len(s) / 100)
+                    elif s and not raw and ("\n" + want).startswith(s):
+                        logits[i, -1, t] += self.bonus * (0.5 + len(s) / 100)
         out.logits = logits
         return out
+
+    @staticmethod
+    def seen(raw: str) -> str:
+        """The generated text as the rules see it: without the newline a prompt that ends at a
+        line start gives back (token healing), so scripts are written from the line start."""
+        return raw[1:] if raw.startswith("\n") else raw
 
 
 def _runs(s: str) -> list[str]:

@@ -29,11 +29,11 @@ def data(tmp_path_factory) -> Path:
     return path
 
 
-def test_split_example_prompt_ends_after_the_docstring(data):
+def test_split_example_prompt_ends_at_the_docstring_as_the_healed_engine_prompt(data):
     rec = json.loads(data.read_text().splitlines()[0])
     p, t = split_example(rec, "toolgen")
-    assert p.endswith('"""Register every given update with this registry."""\n')
-    assert t.startswith("        for update in <COMP>updates:")
+    assert p.endswith('"""Register every given update with this registry."""')
+    assert t.startswith("\n        for update in <COMP>updates:")
     pb, tb = split_example(rec, "base")
     assert pb == p and "<COMP>" not in tb
 

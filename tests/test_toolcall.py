@@ -53,7 +53,7 @@ class CompLM(ScriptedLM):
         for i in range(input_ids.shape[0]):
             cols = attention_mask[i, self._prompt_cols:].nonzero().flatten() + self._prompt_cols
             ids = self._hist[i, cols].tolist()
-            text = "".join(self.vocab.texts[t] for t in ids)
+            text = self.seen("".join(self.vocab.texts[t] for t in ids))
             if len(text) in self.marks and self.plain.startswith(text) and (not ids or ids[-1] != self.comp_id):
                 out.logits[i, -1, self.comp_id] += self.comp_bonus
         return out

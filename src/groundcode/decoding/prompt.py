@@ -11,9 +11,11 @@ Layout (PSM for FIM, with the tokenizer's own FIM tokens: StarCoder/SmolLM `<fim
 Qwen `<|fim_prefix|>`, CodeLlama `<PRE>`):
     plain   blocks + prefix
     fim     <prefix-token> blocks + prefix <suffix-token> suffix <middle-token>
-The prefix is `before + lead` minus its trailing spaces/tabs (token healing: whether a
-tokenizer wants the indentation in the prompt or merged into the next word, the model picks
-the tokens itself under a mask that keeps the removed text; one rule for every tokenizer).
+The prefix is `before + lead` minus its trailing whitespace, line break included (token
+healing: tokenizers merge a newline with the next line's indentation, or the indentation with
+the next word — SmolLM2 writes "\n" + 7 spaces then " return"; a prompt ending in a bare
+newline or in spaces makes the model continue from a split it never saw in training. The model
+picks the tokens itself under a mask that keeps the removed text; one rule for every tokenizer).
 Budget: the window minus `max_new_tokens` (at most `max_prompt_tokens` if set); blocks get at most `block_tokens` (whole blocks, in
 the order given), the FIM suffix at most `suffix_tokens` (cut at a line end), the prefix the
 rest (its oldest lines dropped first). The analyzer never sees any of this: guides read the
@@ -131,7 +133,7 @@ class PromptBuilder:
         if cfg.max_prompt_tokens > 0:
             budget = min(budget, max(16, cfg.max_prompt_tokens))
         text = ctx.before + getattr(ctx, "lead", "")
-        prefix = text.rstrip(" \t") if cfg.heal else text
+        prefix = text.rstrip() if cfg.heal else text
         owed = text[len(prefix):]
         fim = self.use_fim(ctx)
         used = 3 if fim else 0

@@ -5,9 +5,9 @@
 Both variants read the same augmented JSONL (training/augment.py) and pick the same examples (a
 seeded shuffle, cut at a token budget): BASE learns the `original` functions, TOOLGEN the
 `augmented` ones (with <COMP> before the identifiers the autocompleter offers). An example is
-the prompt the benchmark gives at generation time — the function's header and docstring through
-its newline (token healing gives the body's indentation back to the model) — followed by the
-body and EOS; the loss is on the body only. Prompt and body are tokenized separately, as the
+the prompt the benchmark gives at generation time — the function's header and docstring, without
+the whitespace after it (token healing gives the line break and the body's indentation back to
+the model) — followed by that whitespace, the body and EOS; the loss is on the body only. Prompt and body are tokenized separately, as the
 engine sees them.
 
 Methods: `lora` (peft; r/alpha configurable, ToolGen used 16/16; attention projections) or
@@ -65,11 +65,13 @@ class FinetuneConfig:
 
 
 def split_example(rec: dict, variant: str) -> tuple[str, str]:
-    """(prompt, target): the header and docstring through the newline that ends the docstring,
-    then the body with its indentation. The engine's prompt ends the same way: token healing
-    gives back the body's indentation and the model writes it (decoding/prompt.py)."""
+    """(prompt, target): the header and docstring without the whitespace that follows, then
+    that whitespace (the line break and the body's indentation) and the body. The engine's
+    prompt ends the same way: token healing gives back the trailing whitespace and the model
+    writes it (decoding/prompt.py)."""
     text = rec["augmented"] if variant == "toolgen" else rec["original"]
-    return text[: rec["body_offset"]], text[rec["body_offset"]:]
+    prompt = text[: rec["body_offset"]].rstrip()
+    return prompt, text[len(prompt):]
 
 
 def load_examples(cfg: FinetuneConfig) -> tuple[list[dict], list[dict]]:
