@@ -121,16 +121,15 @@ class DagLoop:
     def _pass(self, items: list[DagItem], blocks=None):
         """One greedy statement per item: [(RowOutput, prompt ids, owed text)]."""
         from ..config import SamplingConfig
-        from ..decoding.guides.statement_end import StatementEnd
-        sampling = SamplingConfig(max_new_tokens=self.cfg.max_new_tokens)
+        # one statement: StopAt("statement") via the sampling config (its cut keeps the newline,
+        # which the results drop)
+        sampling = SamplingConfig(max_new_tokens=self.cfg.max_new_tokens, stop="statement")
         keys = [(it.key, self.cfg.max_new_tokens, blocks[i][0].text if blocks else "")
                 for i, it in enumerate(items)]
         todo = [i for i, k in enumerate(keys) if not keys[i][0] or k not in self.cache]
         if todo:
             ctxs = [items[i].context for i in todo]
             specs, row_ctxs = self.gen.specs(ctxs, sampling, 1, [blocks[i] for i in todo] if blocks else None)
-            for s in specs:
-                s.guides.append(StatementEnd())
             outs = {o.id: o for o in self.gen.engine.generate(specs, sampling)}
         fresh = {}
         for j, (i, s) in enumerate(zip(todo, specs if todo else [])):
@@ -157,7 +156,7 @@ class DagLoop:
         blocks: list[list] = []
         texts = self.gen.vocab.texts
         for i, (it, (out, prompt_ids, owed)) in enumerate(zip(items, first)):
-            text = out.completion[len(owed):]          # what follows the prompt
+            text = out.completion[len(owed):].rstrip("\r\n")   # what follows the prompt
             code = it.receiver + "." + text if it.receiver else text
             inv = extract_invocation(code, receiver=it.receiver)
             name = inv.name if inv else ""
@@ -183,7 +182,7 @@ class DagLoop:
         if again:
             second = self._pass([items[i] for i in again], blocks)
             for i, (out, _, owed) in zip(again, second):
-                results[i].completion = out.completion[len(owed):]
+                results[i].completion = out.completion[len(owed):].rstrip("\r\n")
                 results[i].triggers = list(out.triggers)
         dt = (time.perf_counter() - t0) / max(1, len(items))
         for r in results:
