@@ -32,6 +32,22 @@ def load_recipe(name_or_path: str) -> dict:
     raise GroundcodeError(f"no recipe {name_or_path!r} (a shipped name like 'standing', or a .json path)")
 
 
+def recipe_subset(spec: str) -> dict:
+    """A recipe's named subset from `RECIPE:NAME` (e.g. standing:cpu, api:cpu)."""
+    rname, _, sname = spec.partition(":")
+    sub = load_recipe(rname).get("subsets", {}).get(sname)
+    if sub is None:
+        raise GroundcodeError(f"recipe {rname!r} has no subset {sname!r}")
+    return sub
+
+
+def _progress():
+    """The progress bar of the long bench commands (elapsed and remaining time)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+    return Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn())
+
+
 def _fail(e: Exception):
     typer.echo(f"error: {e}", err=True)
     raise typer.Exit(1)
@@ -147,18 +163,13 @@ def run(
     max_prompt_tokens: int = typer.Option(0, help="Cap prompts below the model's window (0: the window)."),
 ):
     """Generate samples for tasks with one configuration (resumable)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
-
     from . import harness
     from ..jsonl import read_jsonl
     try:
         all_tasks = list(read_jsonl(tasks))
         kind_t = tuple(k.strip() for k in kinds.split(",")) if kinds else None
         if subset:
-            rname, _, sname = subset.partition(":")
-            sub = load_recipe(rname).get("subsets", {}).get(sname)
-            if sub is None:
-                raise GroundcodeError(f"recipe {rname!r} has no subset {sname!r}")
+            sub = recipe_subset(subset)
             limit = sub.get("limit", limit)
             kind_t = tuple(sub["kinds"]) if sub.get("kinds") else kind_t
         picked = harness.select(all_tasks, limit=limit, kinds=kind_t)
@@ -169,8 +180,7 @@ def run(
                                 tool_threshold=tool_threshold, tool_entropy=tool_entropy)
         harness.parse_schedule(schedule)
         todo = len(picked) - len(harness.done_task_ids(out, config) & {t["task_id"] for t in picked})
-        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), TimeRemainingColumn(), transient=False) as bar:
+        with _progress() as bar:
             tid = bar.add_task(f"{config}", total=todo)
             n = harness.run(picked, out, cfg, oracle=oracle, progress=lambda k: bar.advance(tid, k))
     except GroundcodeError as e:
@@ -263,8 +273,6 @@ def ds1000_cmd(
 ):
     """DS-1000: generate completions (or take the references), run the official tests in the sandbox,
     report pass@1/pass@5 by library and perturbation type."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
-
     from . import ds1000 as ds
     from . import ds1000_samples as dss
     try:
@@ -278,8 +286,6 @@ def ds1000_cmd(
                    f"{len(skipped)} skipped {dict(ds.tally(skipped.values()))}", err=True)
         out.mkdir(parents=True, exist_ok=True)
         samples_path, results_path = out / "samples.jsonl", out / "results.jsonl"
-        cols = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TimeRemainingColumn())
         if reference:
             dss.reference_samples(runnable, samples_path, name)
         else:
@@ -292,7 +298,7 @@ def ds1000_cmd(
                 from ..retrieval.snippet_retriever import RetrieverConfig, SnippetRetriever
                 snippet_retriever = SnippetRetriever(SnippetIndex.open(index),
                                                      RetrieverConfig(method=retriever, weight=weight))
-            with Progress(*cols) as bar:
+            with _progress() as bar:
                 tid = bar.add_task(f"generate {name}", total=len(runnable))
                 bar.advance(tid, len(runnable) - len([q for q in runnable if q.task_id not in dss.done(samples_path, name)]))
                 dss.generate(runnable, samples_path, cfg, retriever=snippet_retriever,
@@ -301,7 +307,7 @@ def ds1000_cmd(
             return
         sandbox = ds.sandbox_config(mode="subprocess" if unsafe_subprocess else "bwrap", wall_s=wall_s,
                                     cpu_s=int(wall_s), memory_mb=memory_mb, python=interp)
-        with Progress(*cols) as bar:
+        with _progress() as bar:
             comps = dss.completions(samples_path, name)
             tid = bar.add_task(f"execute {name}", total=sum(len(comps.get(q.task_id, [])) for q in runnable))
             results = ds.execute_resumable(runnable, comps, results_path, name, sandbox, workers=workers,
@@ -340,17 +346,11 @@ def api_run(
     seed: int = typer.Option(0, help="Seeds the retriever's precision coin."),
 ):
     """Generate API-benchmark samples for DAG/DAG++/SDK-monitor configurations (resumable)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     from . import api_harness
     from ..jsonl import read_jsonl
     try:
         if subset:
-            rname, _, sname = subset.partition(":")
-            sub = load_recipe(rname).get("subsets", {}).get(sname)
-            if sub is None:
-                raise GroundcodeError(f"recipe {rname!r} has no subset {sname!r}")
-            per_class = sub.get("per_class", per_class)
+            per_class = recipe_subset(subset).get("per_class", per_class)
         picked = api_harness.select(list(read_jsonl(tasks)), per_class)
         if index is None:
             from ..retrieval.cli import default_api_dir
@@ -359,8 +359,7 @@ def api_run(
                                        model=model, index=str(index), precision=None if precision < 0 else precision,
                                        k=k, threshold=threshold, design=design, budget_tokens=budget,
                                        max_new_tokens=max_new_tokens, batch=batch, seed=seed)
-        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn()) as bar:
+        with _progress() as bar:
             tid = bar.add_task("api", total=len(picked) * len(cfg.configs))
             n = api_harness.run(picked, out, cfg, progress=lambda k: bar.advance(tid, k))
     except GroundcodeError as e:
@@ -381,11 +380,7 @@ def api_score(
     from . import api_harness
     try:
         if subset:
-            rname, _, sname = subset.partition(":")
-            sub = load_recipe(rname).get("subsets", {}).get(sname)
-            if sub is None:
-                raise GroundcodeError(f"recipe {rname!r} has no subset {sname!r}")
-            per_class = sub.get("per_class", per_class)
+            per_class = recipe_subset(subset).get("per_class", per_class)
         s = api_harness.score_files(tasks, samples, results, summary, per_class)
     except GroundcodeError as e:
         _fail(e)
