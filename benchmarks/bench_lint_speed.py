@@ -21,7 +21,7 @@ from pathlib import Path
 
 from groundcode.evaluation import lint, scoring
 from groundcode.evaluation.harness import task_file_text
-from groundcode.evaluation.jsonl import read_jsonl
+from groundcode.jsonl import read_jsonl
 
 
 def variants(ref: str) -> dict[str, str]:

@@ -380,7 +380,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from groundcode.api import Generator
     from groundcode.config import MonitorConfig
-    from groundcode.evaluation.jsonl import read_jsonl, write_jsonl
+    from groundcode.jsonl import read_jsonl, write_jsonl
     from groundcode.models.load import load_model
     if not Path(args.tasks).exists():
         raise SystemExit(f"no tasks at {args.tasks}: run `groundcode bench build --recipe standing "

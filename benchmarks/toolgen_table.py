@@ -33,7 +33,7 @@ def run(a) -> None:
     from groundcode.api import Generator
     from groundcode.config import MonitorConfig, ToolConfig
     from groundcode.evaluation import harness
-    from groundcode.evaluation.jsonl import read_jsonl
+    from groundcode.jsonl import read_jsonl
     from groundcode.models.load import load_model
     tasks = harness.select(list(read_jsonl(a.tasks)), limit=a.limit, kinds=("function",))
     lm = load_model(a.model)
@@ -56,7 +56,7 @@ def run(a) -> None:
 
 
 def table(a) -> None:
-    from groundcode.evaluation.jsonl import read_jsonl
+    from groundcode.jsonl import read_jsonl
     summary = json.loads((OUT / "summary.json").read_text())
     per = {}
     for r in read_jsonl(OUT / "samples.jsonl"):

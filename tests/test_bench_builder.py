@@ -8,7 +8,7 @@ import pytest
 
 from groundcode.errors import GroundcodeError
 from groundcode.evaluation import builder, extract, sources
-from groundcode.evaluation.jsonl import read_jsonl
+from groundcode.jsonl import read_jsonl
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench_repo"
 

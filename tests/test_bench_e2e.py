@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from groundcode.evaluation.cli import app
-from groundcode.evaluation.jsonl import read_jsonl
+from groundcode.jsonl import read_jsonl
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench_repo"
 

@@ -77,7 +77,7 @@ def split_example(rec: dict, variant: str) -> tuple[str, str]:
 def load_examples(cfg: FinetuneConfig) -> tuple[list[dict], list[dict]]:
     """(train, held-out) records: seeded order, the held-out ones first, then train up to the
     budgets. Both variants get the same records."""
-    from ..evaluation.jsonl import read_jsonl
+    from ..jsonl import read_jsonl
     path = Path(cfg.data)
     if not path.is_file():
         raise GroundcodeError(f"no augmented data at {path} (run `groundcode augment` first)")
