@@ -268,3 +268,26 @@ def test_disjoint_masks_keep_the_earlier_guides_and_never_blank_the_step(tiny_lm
     s = SamplingConfig(max_new_tokens=4, temperature=0.8, seed=1)
     out = eng.generate([RowSpec(prompt, guides=[_Only({11, 12}), _Only({40})])], s)[0]
     assert set(out.tokens) <= {11, 12}
+
+
+class _Refuser(Guide):
+    """Refuses (by `check`) every token; records what it was asked to check."""
+
+    def reset(self, row):
+        self.checked = []
+
+    def check(self, row, token):
+        self.checked.append((len(row.tokens), token))
+        return np.array([0])
+
+
+def test_replay_keeps_its_tokens_but_guides_see_every_check(tiny_lm):
+    # Teacher forcing (the grounding audit): the guides are asked exactly what generation would
+    # ask them, before each token is accepted, and a refusal does not change the replayed text.
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "class Registry:\n    def register(self, update):\n")
+    ref = _ids(tiny_lm, "        self._registered_updates.append(update)\n")
+    g = _Refuser()
+    out = eng.generate([RowSpec(prompt, guides=[g], replay=ref)], SamplingConfig(max_new_tokens=len(ref) + 1))[0]
+    assert out.tokens == ref
+    assert g.checked == list(enumerate(ref))

@@ -225,6 +225,10 @@ class Decoding:
                         yield self._finished(r)
                         continue
                     tok = replay[len(v.tokens)]
+                    if not constrained[i]:          # guides see the checks of generation (an
+                        for g in r.spec.guides:     # audit counts them); the replay token stays
+                            if g.check(v, tok) is not None:
+                                break
                 elif not constrained[i]:
                     for g in r.spec.guides:
                         m = g.check(v, tok)
