@@ -87,6 +87,10 @@ def make_probe(monitor, ref: list[int]):
             self.cands: dict[int, frozenset] = {}     # id(trigger record) -> candidates used
 
         def _note(self):
+            # the candidates a narrowing trigger used (a name verified at once, e.g. in a merged
+            # `.name` token, never narrows: its recall is judged on the analyzer's answer)
+            if getattr(self.inner, "state", None) != NARROW:
+                return
             rec, nar = getattr(self.inner, "record", None), getattr(self.inner, "nar", None)
             names = nar.names if nar is not None else getattr(self.inner, "names", None)
             if rec is not None and names:
@@ -216,7 +220,9 @@ def audit(gen, tasks, deadline_s: float, examples: list) -> dict:
         body = (ctx.before + ctx.reference)[len(row_ctx.before):]
         ref = tok(body, add_special_tokens=False)["input_ids"]
         an = gen.analyzer(ctx.repo)
-        an.kill_after_s = max(an.kill_after_s, 10 * deadline_s)   # a loaded machine is no hang
+        for a in getattr(an, "analyzers", [an]):             # SDK + Jedi chain, or Jedi alone
+            if hasattr(a, "kill_after_s"):
+                a.kill_after_s = max(a.kill_after_s, 10 * deadline_s)   # a loaded machine is no hang
         rec_an = RecordingAnalyzer(an)
         try:
             mon = DereferenceMonitor(rec_an, gen.monitor.allow_bindings, speculate=False)
@@ -261,7 +267,12 @@ def audit(gen, tasks, deadline_s: float, examples: list) -> dict:
                     if name in probe.cands.get(id(tr), a.names):    # what the monitor used
                         c["recall_hits"] += 1
                     else:
-                        causes[cause_of(tr.receiver, name, file_text, params)] += 1
+                        cause = cause_of(tr.receiver, name, file_text, params)
+                        causes[cause] += 1
+                        examples.append({"kind": "recall_miss", "cause": cause, "id": ident,
+                                         "chosen": tr.chosen, "constrained": tr.constrained,
+                                         "candidates": len(probe.cands.get(id(tr), a.names)),
+                                         "line": file_text.splitlines()[line - 1] if line else ""})
             if tr.binding:
                 c["bindings"] += 1
             if how:
