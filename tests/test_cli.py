@@ -188,3 +188,20 @@ def test_the_cpu_benchmark_script_never_overwrites_results(tmp_path):
     assert r.returncode == 0, r.stderr
     made = list((tmp_path / "benchmarks" / "results").glob("standing_cpu_*/timing.json"))
     assert len(made) == 1
+
+
+def test_sdk_and_keyword_monitors_can_be_turned_off(repo, tiny_model_dir, monkeypatch):
+    import groundcode.api as api
+    seen = []
+    real = api.Generator
+
+    class Spy(real):
+        def __init__(self, model=None, monitor=None, **kw):
+            seen.append(monitor)
+            super().__init__(model, monitor, **kw)
+    monkeypatch.setattr(api, "Generator", Spy)
+    base = ["generate", f"{repo}/shop/cart.py:Cart.last", "--model", str(tiny_model_dir), "-n", "4", "--json"]
+    assert runner.invoke(app, base).exit_code == 0
+    assert runner.invoke(app, base + ["--no-sdk", "--no-keywords"]).exit_code == 0
+    assert (seen[0].sdk, seen[0].keywords) == (True, True)
+    assert (seen[1].sdk, seen[1].keywords) == (False, False)
