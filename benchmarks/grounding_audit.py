@@ -262,7 +262,12 @@ def audit(gen, tasks, deadline_s: float, examples: list) -> dict:
                                  "line": file_text.splitlines()[line - 1] if line else ""})
             else:
                 c["answered"] += 1
-                if name and a is not None:
+                line_text = file_text.splitlines()[line - 1] if line else ""
+                binds = tr.binding or bool(name and re.search(
+                    rf"(?<![\w.]){re.escape(tr.receiver)}\s*\.\s*{re.escape(name)}\s*(:[^=\n]*)?=(?!=)", line_text))
+                if binds:                       # an assignment target (`self.x = ...`) may be new:
+                    c["bindings"] += 1          # left free by design, not judged for recall
+                elif name and a is not None:
                     c["answered_named"] += 1
                     if name in probe.cands.get(id(tr), a.names):    # what the monitor used
                         c["recall_hits"] += 1
@@ -273,8 +278,6 @@ def audit(gen, tasks, deadline_s: float, examples: list) -> dict:
                                          "chosen": tr.chosen, "constrained": tr.constrained,
                                          "candidates": len(probe.cands.get(id(tr), a.names)),
                                          "line": file_text.splitlines()[line - 1] if line else ""})
-            if tr.binding:
-                c["bindings"] += 1
             if how:
                 n_blocked += 1
                 c["false_blocks"] += 1
@@ -301,14 +304,17 @@ def audit(gen, tasks, deadline_s: float, examples: list) -> dict:
         "constrained_steps": c["constrained_steps"], "refused_steps": c["refused_steps"],
         "failed_open": c["failed_open"], "failed_open_pct": round(100 * c["failed_open"] / trig, 2),
         "failed_open_reasons": dict(reasons.most_common()),
+        # the issue asks to fail open on purpose where the type is inferred or attributes are
+        # dynamic; the rest (empty answers, errors, timeouts) is the analyzer's own gap
+        "failed_open_not_by_design_pct": round(100 * (c["failed_open"] - reasons["dynamic"] - reasons["inferred"]) / trig, 2),
         "answered": c["answered"], "answered_with_reference_name": c["answered_named"],
+        "assignment_targets_not_judged": c["bindings"],
         "recall_pct": round(100 * c["recall_hits"] / max(c["answered_named"], 1), 2),
         "recall_miss_causes": dict(causes.most_common()),
         "false_blocks": c["false_blocks"],
         "false_blocks_per_1000": round(1000 * c["false_blocks"] / trig, 2),
         "false_block_how": dict(block_how.most_common()),
         "rollbacks_of_correct_code": c["rollbacks_of_correct_code"],
-        "bindings_left_free": c["bindings"],
         "cache_hits": c["cache_hits"], "cache_hit_pct": round(100 * c["cache_hits"] / trig, 2),
         "analysis_miss_ms_p50": round(statistics.median(miss_ms), 1) if miss_ms else 0,
         "analysis_miss_ms_p90": round(miss_ms[int(0.9 * (len(miss_ms) - 1))], 1) if miss_ms else 0,
@@ -436,6 +442,8 @@ def main() -> None:
     t.add_row("rollbacks of correct code", str(a["rollbacks_of_correct_code"]), "0")
     t.add_row("recall where analysis answers", f"{a['recall_pct']}% of {a['answered_with_reference_name']}", "≥ 95%")
     t.add_row("failed open", f"{a['failed_open_pct']}% ({a['failed_open']})", "≤ 10%")
+    t.add_row("  of which not by design (empty, error, timeout)", f"{a['failed_open_not_by_design_pct']}%", "")
+    t.add_row("assignment targets (left free, not judged)", str(a["assignment_targets_not_judged"]), "")
     t.add_row("constrained steps / reference refused", f"{a['constrained_steps']} / {a['refused_steps']}", "")
     t.add_row("cache hits", f"{a['cache_hit_pct']}%", "")
     t.add_row("analysis ms (misses) p50 / p90", f"{a['analysis_miss_ms_p50']} / {a['analysis_miss_ms_p90']}", "")

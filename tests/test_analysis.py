@@ -173,3 +173,23 @@ def test_a_methods_members_are_an_answer_but_nones_are_not(tmp_path):
     assert note is None and "__call__" in names and "append" not in names
     names, _, note = complete_members(str(tmp_path), code, str(tmp_path / "m.py"), 7, 10, False)
     assert note == "empty"
+
+
+def test_a_torn_parso_cache_read_is_retried_once(monkeypatch):
+    import types
+
+    from groundcode.analysis import jedi as gj
+    calls = []
+
+    class Script:
+        def __init__(self, code, path=None, project=None):
+            calls.append(code)
+            if len(calls) == 1:
+                raise EOFError("Ran out of input")     # parso read a pickle being written
+
+        def complete(self, line, column):
+            return ["x"]
+    monkeypatch.setattr(gj, "_jedi", lambda: types.SimpleNamespace(Script=Script))
+    monkeypatch.setattr(gj, "_project", lambda root: None)
+    script, got = gj._complete_retrying(None, "a.", "m.py", 1, 2)
+    assert got == ["x"] and len(calls) == 2

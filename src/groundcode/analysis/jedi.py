@@ -67,6 +67,21 @@ _STDLIB = sysconfig.get_paths()["stdlib"]
 _CLASS_NOTES: dict = {}     # (module path, line) -> fail-open reason or None, per worker
 
 
+def _complete_retrying(root, code, path, line, column):
+    """Jedi's Script and completions; once more if parso's shared disk cache was read while
+    another process was writing it (parso writes its pickles in place: EOFError "Ran out of
+    input" or an UnpicklingError; seen in 15 of 824 audit triggers with two runs at once)."""
+    import pickle
+    for attempt in (0, 1):
+        try:
+            script = _jedi().Script(code, path=path, project=_project(root))
+            return script, script.complete(line, column)
+        except (EOFError, pickle.UnpicklingError):
+            if attempt:
+                raise
+            time.sleep(0.05)
+
+
 def complete_members(root: str | None, code: str, path: str, line: int, column: int,
                      hide_private: bool, hide_dunder: bool = False) -> tuple[frozenset, dict, str | None]:
     """Members Jedi offers at (line, column) of `code` placed at `path` (runs in the worker), and
@@ -80,10 +95,10 @@ def complete_members(root: str | None, code: str, path: str, line: int, column: 
 
     Dunders are always returned (they exist and are legal to write: `self.__class__`);
     `hide_dunder` is kept for callers' suggestion lists and does not filter here."""
-    script = _jedi().Script(code, path=path, project=_project(root))
+    script, completions = _complete_retrying(root, code, path, line, column)
     names: dict[str, str] = {}
     note = None
-    for c in script.complete(line, column):
+    for c in completions:
         n = c.name
         if c.type == "keyword":
             continue
