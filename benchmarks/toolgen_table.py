@@ -10,7 +10,7 @@ model. Two commands:
 `run` generates for the first `--limit` function tasks of the standing benchmark (the harness's
 fixed sha256 order), greedy, `--max-new-tokens` 96, with prompts capped to `--context` tokens
 (the file's tail before the function; the same cap for every configuration), into
-benchmarks/results/toolgen/samples.jsonl (resumable). `table` joins the scored summary with
+~/.cache/groundcode/toolgen/run/samples.jsonl (resumable). `table` joins the scored summary with
 the samples' tool calls and seconds per function and writes benchmarks/results/toolgen/table.md
 and toolgen_table.json. Machine load is recorded per run (the machine is shared).
 """
@@ -23,7 +23,9 @@ import os
 import time
 from pathlib import Path
 
-OUT = Path("benchmarks/results/toolgen")
+OUT = Path("benchmarks/results/toolgen")              # summary, table, runs (committed)
+WORK = Path.home() / ".cache/groundcode/toolgen/run"   # samples and per-sample results (not committed:
+                                                      # scoring's results quote the references)
 TASKS = Path.home() / ".cache/groundcode/bench/standing/tasks.jsonl"
 METRICS = [("bleu4", "BLEU-4"), ("codebleu", "CodeBLEU"), ("edit_sim", "EditSim"),
            ("dep_coverage", "DepCov"), ("success", "SuccRate")]
@@ -45,7 +47,8 @@ def run(a) -> None:
                             batch=a.batch, tool_tokens=tools.enabled, tool_entropy=a.tool_entropy)
     OUT.mkdir(parents=True, exist_ok=True)
     load0, t0 = os.getloadavg(), time.perf_counter()
-    n = harness.run(tasks, OUT / "samples.jsonl", cfg, generator=gen)
+    WORK.mkdir(parents=True, exist_ok=True)
+    n = harness.run(tasks, WORK / "samples.jsonl", cfg, generator=gen)
     gen.close()
     rec = {"config": a.config, "model": a.model, "tasks": n, "wall_s": round(time.perf_counter() - t0, 1),
            "loadavg_before": [round(x, 2) for x in load0], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
@@ -59,7 +62,7 @@ def table(a) -> None:
     from groundcode.jsonl import read_jsonl
     summary = json.loads((OUT / "summary.json").read_text())
     per = {}
-    for r in read_jsonl(OUT / "samples.jsonl"):
+    for r in read_jsonl(WORK / "samples.jsonl"):
         s = r["samples"][0]
         d = per.setdefault(r["config"], {"n": 0, "tool_calls": 0, "tool_failed": 0, "seconds": 0.0})
         d["n"] += 1
