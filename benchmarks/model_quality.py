@@ -148,6 +148,30 @@ def generate_bodies(model, tok, funcs: list[dict], max_new: int, lead: str = "")
     return out
 
 
+def engine_bodies(lm, funcs: list[dict], max_new: int) -> list[dict]:
+    """Greedy bodies through groundcode's own engine and prompt (monitor off): the prompt gives
+    back its trailing whitespace and the model re-writes it under the heal mask; the body ends
+    at the first line back at the def's indentation (BodyEnd)."""
+    from groundcode.api import Generator
+    from groundcode.config import MonitorConfig, SamplingConfig
+    from groundcode.context import CodeContext
+    out = []
+    with Generator(lm, MonitorConfig(enabled=False)) as gen:
+        for f in funcs:
+            ctx = CodeContext(path="heldout.py", repo=".", before=f["prompt"], lead="    ",
+                              stop_indent=0, kind="body")
+            g = gen.run([ctx], SamplingConfig(max_new_tokens=max_new))[0][0]
+            body, truncated = cut_body(g.completion, g.finish_reason == "length")
+            try:
+                ast.parse(f["prompt"] + body)
+                parses = bool(body.strip())
+            except SyntaxError:
+                parses = False
+            out.append({"path": f["path"], "name": f["name"], "body_chars": len(body.strip()),
+                        "parses": parses, "ran_out_of_tokens": truncated})
+    return out
+
+
 def speed(model, tok, n_new: int = 128, reps: int = 3) -> tuple[float, float]:
     """(tokens/s of HF `generate`, tokens/s of a bare greedy loop over the KV cache), medians."""
     import torch
@@ -341,6 +365,7 @@ def compare(args) -> None:
         t1 = time.time()
         nl = generate_bodies(model, tok, funcs, args.max_new_tokens)
         ind = generate_bodies(model, tok, funcs, args.max_new_tokens, lead="    ")
+        eng = engine_bodies(lm, funcs, args.max_new_tokens)
         t_gen = time.time() - t1
         tps, tps_bare = speed(model, tok, n_new=64, reps=2)
         rows.append({
@@ -350,13 +375,16 @@ def compare(args) -> None:
             "pooled_bits_per_char": round(nll_bits / chars, 4), "chars": chars, "functions": len(funcs),
             "parse_share_prompt_newline": round(sum(b["parses"] for b in nl) / max(1, len(nl)), 4),
             "parse_share_prompt_indent": round(sum(b["parses"] for b in ind) / max(1, len(ind)), 4),
+            "parse_share_engine_healed": round(sum(b["parses"] for b in eng) / max(1, len(eng)), 4),
+            "empty_bodies_engine": sum(not b["body_chars"] for b in eng),
             "empty_bodies_newline": sum(not b["body_chars"] for b in nl),
             "empty_bodies_indent": sum(not b["body_chars"] for b in ind),
             "cpu_tokens_per_s_batch1": round(tps, 1), "cpu_tokens_per_s_batch1_bare_loop": round(tps_bare, 1),
             "load_average_1min": round(os.getloadavg()[0], 2),
             "seconds": {"bits_per_char": round(t_bpc, 1), "generation": round(t_gen, 1)},
             "per_function": [{"path": a["path"], "name": a["name"], "parses_newline": a["parses"],
-                              "parses_indent": b["parses"]} for a, b in zip(nl, ind)],
+                              "parses_indent": b["parses"], "parses_engine": e["parses"]}
+                             for a, b, e in zip(nl, ind, eng)],
         })
         print(table_lines(rows)[-1], flush=True)
         del lm, model
@@ -370,13 +398,15 @@ def compare(args) -> None:
 
 def table_lines(rows: list[dict]) -> list[str]:
     lines = ["| model | params | bits/char | bodies that parse (prompt ends after docstring) "
-             "| bodies that parse (prompt ends with indentation) | CPU tok/s b1 | sample | load avg |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| bodies that parse (prompt ends with indentation) | bodies that parse (groundcode: healed prompt) "
+             "| CPU tok/s b1 | sample | load avg |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         sample = f"{r['chars']:,} chars, {r['functions']} functions" + (" (reduced)" if r["reduced_sample"] else "")
         lines.append(f"| {r['model']} | {r['parameters'] / 1e6:.1f}M | {r['pooled_bits_per_char']:.3f} "
                      f"| {r['parse_share_prompt_newline']:.0%} ({r['empty_bodies_newline']} empty) "
                      f"| {r['parse_share_prompt_indent']:.0%} ({r['empty_bodies_indent']} empty) "
+                     f"| {r['parse_share_engine_healed']:.0%} ({r['empty_bodies_engine']} empty) "
                      f"| {r['cpu_tokens_per_s_batch1']:.1f} | {sample} | {r['load_average_1min']} |")
     return lines
 
