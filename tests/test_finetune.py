@@ -64,6 +64,9 @@ def test_finetune_lora_saves_small_adapter_that_reloads(variant, data, tiny_mode
     assert rec["steps"] == 3 and rec["stopped"] == "done" and len(rec["losses"]) == 3
     assert (out / "adapter_model.safetensors").is_file() and not (out / "checkpoint").exists()
     assert rec["adapter_bytes"] < 2_000_000
+    from safetensors import safe_open
+    with safe_open(str(out / "adapter_model.safetensors"), "pt") as f:   # never the whole
+        assert not [k for k in f.keys() if "base_layer" in k]               # embedding matrix
     from groundcode.models.load import load_model
     base = load_model(str(tiny_model_dir))
     model, tok = lora.load_adapter(out, base.model, base.tokenizer)

@@ -309,7 +309,10 @@ def _save(model, tok, out: Path, method: str) -> None:
     """LoRA: the adapter (fp16 weights) + the tokenizer; full: the whole model + tokenizer."""
     import torch
     if method == "lora":
-        model.save_pretrained(str(out))
+        # never the embedding matrices: peft would save them whole (120 MB for smollm2's
+        # 49k x 576, twice when tied) because the vocabulary grew by <COMP>; the adapter keeps
+        # only the trained <COMP> row (trainable_tokens_delta) and load_adapter re-adds the token
+        model.save_pretrained(str(out), save_embedding_layers=False)
         # halve the file: adapters are small deltas, fp16 keeps them well
         from safetensors.torch import load_file, save_file
         f = out / "adapter_model.safetensors"
