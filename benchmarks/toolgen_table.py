@@ -37,7 +37,7 @@ def run(a) -> None:
     from groundcode.evaluation import harness
     from groundcode.jsonl import read_jsonl
     from groundcode.models.load import load_model
-    tasks = harness.select(list(read_jsonl(a.tasks)), limit=a.limit, kinds=("function",))
+    tasks = harness.select(list(read_jsonl(a.tasks)), limit=a.limit or None, kinds=("function",))   # 0: all
     lm = load_model(a.model)
     if lm.template is not None:
         lm.template = dataclasses.replace(lm.template, context_length=a.context)
