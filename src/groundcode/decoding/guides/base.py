@@ -91,6 +91,27 @@ def token_flags(vocab) -> tuple[list, list]:
     return flags
 
 
+class History:
+    """A stateful guide's snapshots by generated length, for an exact rewind: `mark` after each
+    accepted token (later entries of an undone text are dropped), `back(length)` returns
+    (triggers the row had, snapshot) as they were when the text was `length` tokens long."""
+
+    def __init__(self):
+        self._h: list[tuple[int, int, tuple]] = []
+
+    def mark(self, row: "RowView", snap: tuple) -> None:
+        h, n = self._h, len(row.tokens)
+        while h and h[-1][0] >= n:
+            h.pop()
+        h.append((n, len(row.triggers), snap))
+
+    def back(self, length: int) -> tuple[int, tuple]:
+        h = self._h
+        while len(h) > 1 and h[-1][0] > length:
+            h.pop()
+        return h[-1][1], h[-1][2]
+
+
 class Guide:
     """Base class with the no-op behaviour; subclasses override what they need."""
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, could_bind,
                        enclosing_scope, ident_run, indentation, receiver_before)
-from .base import Guide, RowView, TriggerRecord, token_flags
+from .base import Guide, History, RowView, TriggerRecord, token_flags
 from .narrowing import Narrowing, is_dunder
 
 WAIT, NARROW, FREE, PENDING, SPEC = "wait", "narrow", "free", "pending", "spec"
@@ -87,7 +87,7 @@ class DereferenceMonitor(Guide):
             self._class_text = before[cls_off:] + "\n" + after[: len(after) if end is None else end]
         self.state = WAIT
         self._clear()
-        self._hist: list[tuple] = []
+        self._hist = History()
         self._redo: int | None = None
         self._hold = 0                            # a cursor inside a name: its length
         self._signature()
@@ -136,20 +136,14 @@ class DereferenceMonitor(Guide):
         self._pending = None
 
     def _mark(self, row: RowView) -> None:
-        h, n = self._hist, len(row.tokens)
-        while h and h[-1][0] >= n:
-            h.pop()
-        h.append((n, len(row.triggers), self._snap()))
+        self._hist.mark(row, self._snap())
 
     def rewind(self, row: RowView, length: int) -> None:
         self.lexer.rewind(len(self.prefix) + len(row.text))
-        h = self._hist
-        while len(h) > 1 and h[-1][0] > length:
-            h.pop()
+        n_triggers, snap = self._hist.back(length)
         if self._redo is not None and self._redo == length:
             self._redo = None                     # our own rollback: the redo state is set
         else:
-            _, n_triggers, snap = h[-1]
             self._restore(snap)
             del row.triggers[n_triggers:]         # triggers of the undone text never happened
         self._mark(row)

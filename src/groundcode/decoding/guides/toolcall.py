@@ -49,7 +49,7 @@ import re
 import numpy as np
 
 from ...pycode import Lexer
-from .base import Guide, RowView, TriggerRecord
+from .base import Guide, History, RowView, TriggerRecord
 from .narrowing import Narrowing, is_dunder
 
 WAIT, SELECT = "wait", "select"
@@ -81,7 +81,7 @@ class ToolCallGuide(Guide):
         self.record: TriggerRecord | None = None
         self.ban = False                   # <COMP> banned for the next step (after a failed call)
         self.lexer = Lexer(getattr(self.ctx, "lex_prefix", ""))
-        self._hist: list[tuple] = []
+        self._hist = History()
         self._mark(row)
 
     def _snap(self) -> tuple:
@@ -89,16 +89,10 @@ class ToolCallGuide(Guide):
         return (self.state, nar, nar.snapshot() if nar is not None else None, self.record, self.ban)
 
     def _mark(self, row: RowView) -> None:
-        h, n = self._hist, len(row.tokens)
-        while h and h[-1][0] >= n:
-            h.pop()
-        h.append((n, len(row.triggers), self._snap()))
+        self._hist.mark(row, self._snap())
 
     def rewind(self, row: RowView, length: int) -> None:
-        h = self._hist
-        while len(h) > 1 and h[-1][0] > length:
-            h.pop()
-        _, n_triggers, (self.state, self.nar, ns, self.record, self.ban) = h[-1]
+        n_triggers, (self.state, self.nar, ns, self.record, self.ban) = self._hist.back(length)
         if self.nar is not None:
             self.nar.restore(ns)
         del row.triggers[n_triggers:]
