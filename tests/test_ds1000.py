@@ -128,6 +128,16 @@ def test_execution_passes_references_and_fails_wrong_or_forbidden_code(data):
     assert ds.failure_reasons(res)["Numpy"]["AssertionError"] == 2
 
 
+def test_an_early_exit_inside_the_tests_exec_does_not_pass(data):
+    ps = [p for p in ds.load(data) if p.task_id == "ds1000/0"]
+    comps = {"ds1000/0": ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n", "result = a.sum(axis=0)\n"]}
+    rec = ds.execute(ps, comps, SandboxConfig(wall_s=10, cpu_s=10), workers=2)[0]
+    assert rec["passed"] == [False, False, True]
+    assert rec["reasons"][:2] == ["exit 0 before the tests finished (no nonce in the output)"] * 2
+    prog = ds.test_program(ps[0], "x = 1\n", "NONCE-1")
+    assert prog == ds.test_program(ps[0], "x = 1\n") + "print('NONCE-1', flush=True)\n"   # after the tests
+
+
 def test_pass_at_5_uses_the_unbiased_estimator():
     rows = [{"library": "Numpy", "perturbation": "Origin", "passed": [True, False, False, False, False, False]},
             {"library": "Numpy", "perturbation": "Origin", "passed": [False] * 5}]

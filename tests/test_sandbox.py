@@ -1,7 +1,8 @@
 """The sandbox (evaluation/execution.py) under escape attempts: each must be contained and reported.
 
 These run real programs under bubblewrap (scripts/test installs it where missing); each takes
-about a second or less, the slowest a few seconds of wall clock.
+about a second or less, the slowest a few seconds of wall clock. The memory cap over the whole
+tree is tested with the watchdog everywhere and with a cgroup where one is writable.
 """
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ import time
 import pytest
 
 from groundcode.errors import GroundcodeError
-from groundcode.evaluation import execution
-from groundcode.evaluation.execution import SandboxConfig, run_program
+from groundcode.evaluation import execution, memory_cap
+from groundcode.evaluation.execution import SandboxConfig, new_nonce, run_program
+
+CAPS = ["watchdog", pytest.param("cgroup", marks=pytest.mark.skipif(
+    memory_cap.probe()[0] == "watchdog", reason="no writable memory cgroup on this machine"))]
 
 
 def _run(src: str, env: dict | None = None, **kw) -> execution.ExecutionResult:
@@ -154,7 +158,8 @@ def test_fork_bomb_is_capped_and_every_process_dies():
                 n += 1
         except OSError as e:
             print(n, e.errno)
-    """, env={"GC_TEST_MARKER": marker}, procs=16)
+    """, env={"GC_TEST_MARKER": marker}, procs=16, wall_s=60)    # it ends by itself; load must not time it out
+    assert r.passed, r.reason
     n, errno = map(int, r.stdout.split())
     assert r.passed and n < 16 and errno == 11        # EAGAIN: the process limit, not the host's
     bomb = _run(f"""
@@ -167,7 +172,7 @@ def test_fork_bomb_is_capped_and_every_process_dies():
                 pass
     """, env={"GC_TEST_MARKER": marker}, procs=16, wall_s=2)
     assert bomb.timed_out and bomb.killed and not bomb.passed and bomb.reason == "timeout (wall 2 s)"
-    assert _no_survivors(marker), "processes outlived the sandbox"
+    assert _no_survivors(marker, wait_s=15), "processes outlived the sandbox"   # reaping 16 can be slow under load
 
 
 def test_memory_hog_hits_the_memory_limit():
@@ -253,3 +258,82 @@ def test_a_virtual_environment_interpreter_sees_its_own_prefix(tmp_path):
     r = run_program("import sys; print(sys.prefix)", SandboxConfig(python=str(env / "bin" / "python"), wall_s=10))
     assert r.passed, r.reason
     assert r.stdout.strip() == str(env)
+
+
+@pytest.mark.parametrize("cap", CAPS)
+def test_a_tree_of_processes_is_capped_as_a_whole(cap):
+    # 4 children x 600 MB, each under its own 1,024 MB address-space limit: per-process limits let
+    # this run to the end; the cap on the tree's total must kill all of it, and say so.
+    marker = "tree-" + os.urandom(4).hex()
+    r = _run(f"""
+        import os, time
+        # {marker}
+        kids = []
+        for i in range(4):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(600 << 20)
+                for j in range(0, len(block), 4096):     # touch every page: resident, not just reserved
+                    block[j] = 1
+                time.sleep(5)
+                os._exit(0)
+            kids.append(pid)
+        for k in kids:
+            os.waitpid(k, 0)
+        print("ran to the end")
+    """, env={"GC_TEST_MARKER": marker}, memory_mb=1024, memory_cap=cap, wall_s=30)
+    assert "ran to the end" not in r.stdout
+    assert not r.passed and r.killed and r.killed_by == "memory" and not r.timed_out
+    assert r.reason.startswith("memory limit (1024 MB): the sandbox's processes and tmpfs reached")
+    assert r.extra["memory_cap"] == (cap if cap == "watchdog" else memory_cap.probe()[0])
+    assert 900 <= r.extra["peak_mb"] < 1024 + 600           # killed near the limit, not at 2,400 MB
+    assert r.seconds < 5                                     # well before the children's 5 s sleep ends
+    assert _no_survivors(marker, wait_s=10)
+
+
+@pytest.mark.parametrize("cap", CAPS)
+def test_files_in_tmpfs_count_as_memory_and_dev_is_read_only(cap):
+    r = _run("""
+        import sys
+        try:
+            open("/dev/escape", "wb").write(b"x")
+            print("dev writable", flush=True)
+        except OSError as e:
+            print("dev:", e.strerror, flush=True)
+        open("/dev/null", "wb").write(b"x")                 # the device nodes still work
+        print("null ok", flush=True)
+        for path in ("/dev/shm/fill", "/tmp/fill"):           # 300 + 300 MB of files, memory-backed
+            try:
+                with open(path, "wb") as f:
+                    for _ in range(300):
+                        f.write(b"0" * (1 << 20))
+            except OSError as e:
+                print(path, e.strerror, flush=True)
+        print("wrote everything", flush=True)
+    """, memory_mb=512, tmp_mb=400, shm_mb=400, file_mb=1024, memory_cap=cap, wall_s=30)
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["dev: Read-only file system", "null ok"]
+    assert "wrote everything" not in r.stdout
+    assert r.killed_by == "memory" and not r.passed and 400 <= r.extra["peak_mb"] < 512 + 200
+
+
+def test_a_run_with_a_nonce_passes_only_if_the_nonce_is_printed_after_the_tests():
+    nonce = new_nonce()
+    tests = "assert sorted([3, 1, 2]) == [1, 2, 3]\n"
+    ok = run_program(tests + f"print({nonce!r})\n", SandboxConfig(wall_s=10), nonce=nonce)
+    assert ok.passed and ok.reason == "ok"
+    for early in ("import sys; sys.exit(0)\n", "import os; os._exit(0)\n"):
+        r = run_program(early + tests + f"print({nonce!r})\n", SandboxConfig(wall_s=10), nonce=nonce)
+        assert r.exit_code == 0 and not r.passed and not r.killed
+        assert r.reason == "exit 0 before the tests finished (no nonce in the output)"
+    failed = run_program("assert 1 == 2\n" + f"print({nonce!r})\n", SandboxConfig(wall_s=10), nonce=nonce)
+    assert not failed.passed and failed.reason == "exit 1: AssertionError"
+    other = run_program(f"print({new_nonce()!r})\n", SandboxConfig(wall_s=10), nonce=nonce)
+    assert not other.passed                                 # another run's nonce does not count
+
+
+def test_why_a_run_was_killed_is_recorded():
+    assert _run("import time; time.sleep(60)", wall_s=1).killed_by == "timeout"
+    assert _run("while True: pass", cpu_s=1, wall_s=20).killed_by == "cpu"
+    assert _run("import os, signal; os.kill(os.getpid(), signal.SIGTERM)").killed_by == "signal"
+    assert _run("print(1)").killed_by == ""

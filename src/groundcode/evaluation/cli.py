@@ -259,7 +259,8 @@ def ds1000_cmd(
     python: Optional[str] = typer.Option(None, help="Interpreter that runs the tests (default: the DS-1000 "
                                          "environment of recipes/ds1000_env.sh when built, else this one)."),
     wall_s: float = typer.Option(120.0, help="Wall-clock limit per program (upstream: 120 s)."),
-    memory_mb: int = typer.Option(8192, help="Address-space limit per program."),
+    memory_mb: int = typer.Option(4096, help="Memory limit per program: the resident memory of its whole "
+                                  "process tree, tmpfs included (address space: 8 GiB per process)."),
     unsafe_subprocess: bool = typer.Option(False, "--unsafe-subprocess",
                                            help="Without bubblewrap: a plain subprocess (no network/fs isolation)."),
     execute: bool = typer.Option(True, "--execute/--no-execute", help="Run the tests after generating."),

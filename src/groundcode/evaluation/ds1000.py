@@ -9,7 +9,9 @@ exactly the official harness's:
     code_context + "\\n" + f"code = {code!r}\\n" + "test_execution(code)\\n"
                  + ("test_string(code)\\n" if "test_string(" in code_context else "\\n")
 
-and runs in a fresh sandboxed process (evaluation/execution.py; 120 s as upstream). A problem
+followed, when executed here, by `print(<nonce>)`: a fresh per-run token the sandbox must see in
+the output, so a sample that calls `sys.exit(0)` inside the test's `exec` does not pass. It runs
+in a fresh sandboxed process (evaluation/execution.py; 120 s as upstream). A problem
 whose modules (its library, or anything its test imports, e.g. seaborn or tensorflow) the
 sandbox's interpreter lacks is skipped and counted with the missing names.
 
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import GroundcodeError
-from .execution import ExecutionResult, SandboxConfig, run_many
+from .execution import ExecutionResult, SandboxConfig, new_nonce, run_many
 from ..jsonl import read_jsonl
 from .metrics import pass_at_k
 
@@ -154,16 +156,19 @@ def extract_code(completion: str) -> str:
     return code.replace("<code>", "")
 
 
-def test_program(problem: Problem, code: str) -> str:
-    """The official DS-1000 test program for one sample's code."""
+def test_program(problem: Problem, code: str, nonce: str | None = None) -> str:
+    """The official DS-1000 test program for one sample's code (then printing `nonce`, when given)."""
     ctx = problem.code_context
     return (ctx + "\n" + f"code = {code!r}\n" + "test_execution(code)\n"
-            + ("test_string(code)\n" if "test_string(" in ctx else "\n"))
+            + ("test_string(code)\n" if "test_string(" in ctx else "\n")
+            + (f"print({nonce!r}, flush=True)\n" if nonce else ""))
 
 
 def sandbox_config(**overrides) -> SandboxConfig:
-    """Upstream's 120 s per program; memory enough for torch's import."""
-    base = dict(wall_s=120.0, cpu_s=120, memory_mb=8192, procs=128, tmp_mb=256)
+    """Upstream's 120 s per program; 4 GiB for the whole tree (torch or tensorflow and a test's data),
+    8 GiB of address space per process (their imports map far more than they touch), 128
+    processes + threads (tensorflow's thread pools)."""
+    base = dict(wall_s=120.0, cpu_s=120, memory_mb=4096, address_mb=8192, procs=128, tmp_mb=256)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return SandboxConfig(**base)
 
@@ -172,8 +177,10 @@ def execute(problems: list[Problem], completions: dict[str, list[str]], config: 
             workers: int = 2, progress=None) -> list[dict]:
     """Run every sample of every problem; one result record per problem, keyed by task_id."""
     jobs = [(q, i, extract_code(c)) for q in problems for i, c in enumerate(completions.get(q.task_id, []))]
-    results: list[ExecutionResult] = run_many([test_program(q, code) for q, _, code in jobs], config,
-                                              workers=workers, env=SANDBOX_ENV, progress=progress)
+    nonces = [new_nonce() for _ in jobs]
+    results: list[ExecutionResult] = run_many([test_program(q, code, n) for (q, _, code), n in zip(jobs, nonces)],
+                                              config, workers=workers, env=SANDBOX_ENV, progress=progress,
+                                              nonces=nonces)
     per: dict[str, dict] = {}
     for (q, i, code), r in zip(jobs, results):
         rec = per.setdefault(q.task_id, {"task_id": q.task_id, "library": q.library,

@@ -7,17 +7,29 @@ Mode "bwrap" (the default) runs the program under bubblewrap (Debian package `bu
 - a new root made of read-only binds: /usr, /etc, the Python installation (prefix, base prefix)
   and any `ro_paths` the caller names; /bin, /lib... as the host's symlinks. Nothing else of the
   host is visible (no home, no project, no /tmp of the host);
-- a private writable /tmp (tmpfs of `tmp_mb`), the working directory; the program is bound
-  read-only at /job/main.py;
+- a private writable /tmp (tmpfs of `tmp_mb`), the working directory, and /dev/shm (`shm_mb`);
+  bwrap's /dev (an unsized tmpfs) is remounted read-only, its device nodes still work; the program
+  is bound read-only at /job/main.py;
 - new network, PID, IPC and UTS namespaces (no network at all: not even the host's loopback);
+- memory capped over the whole process tree, the tmpfs mounts' contents included (memory_cap.py:
+  a cgroup per run when one is writable here, else a watchdog thread summing the tree's resident
+  memory); when it trips every process of the run is killed and `killed_by` is "memory";
 - limits set inside the sandbox by a small shim before the program starts: CPU seconds, address
-  space (memory), file size, open files, no core dumps, and a process/thread count. When the
+  space per process, file size, open files, no core dumps, and a process/thread count. When the
   caller is root the shim also drops to a fresh unprivileged uid (the kernel never enforces the
   process count for root, and the program gets no capabilities); otherwise bwrap's user namespace
   keeps the count per sandbox;
 - a wall-clock timeout: the whole process group is SIGKILLed; because the program lives in its
   own PID namespace under `--die-with-parent`, every process it forked dies with it;
-- stdout/stderr drained continuously, only their last `output_bytes` kept.
+- stdout/stderr drained continuously, only their last `output_bytes` kept;
+- with a `nonce` (new_nonce()), a run passes only if its output holds the nonce, which the test
+  program prints after its tests: exiting 0 early (`sys.exit(0)` in the code under test) fails.
+
+Default ceilings: 2 GiB of memory for the whole tree (tmpfs included), 32 processes + threads,
+60 s of CPU and wall clock, 64 MB per file, a 256 MB /tmp and a 64 MB /dev/shm (both inside the
+2 GiB). DS-1000 (ds1000.sandbox_config): 4 GiB for the tree, 8 GiB of address space per process
+(torch and tensorflow map far more than they touch), 128 processes + threads (tensorflow's pools),
+120 s. The tree cap, not procs x address space, is what bounds the host's memory now.
 
 Mode "subprocess" is weaker (fresh process, the same rlimits, a temporary working directory,
 process-group kill) and has NO network or filesystem isolation; it is used only when the caller
@@ -26,7 +38,8 @@ missing or broken bubblewrap is an error, never a silent downgrade.
 
 Not here: what a program means (ds1000.py builds DS-1000's test programs), parallelism beyond
 `run_many`'s thread pool. Test: tests/test_sandbox.py (escape attempts: network, writes outside
-/tmp, fork bomb, memory hog, infinite loop, reading a host file).
+/tmp, fork bomb, memory hog, a 4 x 600 MB tree under 1,024 MB, tmpfs and /dev fills, an early
+`sys.exit(0)`, infinite loop, reading a host file).
 """
 from __future__ import annotations
 
@@ -47,6 +60,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import GroundcodeError
+from .memory_cap import TreeCap
 
 
 @dataclass
@@ -54,10 +68,13 @@ class SandboxConfig:
     mode: str = "bwrap"            # bwrap | subprocess (weaker: no fs/network isolation; explicit opt-in)
     wall_s: float = 60.0           # wall-clock timeout; the whole process group is killed
     cpu_s: int = 60                # RLIMIT_CPU (SIGXCPU, then SIGKILL one second later)
-    memory_mb: int = 4096          # RLIMIT_AS: address space per process
+    memory_mb: int = 2048          # resident memory of the whole process tree, its tmpfs mounts included
+    address_mb: int | None = None  # RLIMIT_AS per process (None: memory_mb); virtual, so may exceed it
+    memory_cap: str = "auto"       # auto (a cgroup when writable, else the watchdog) | cgroup | watchdog
     file_mb: int = 64              # RLIMIT_FSIZE: largest file the program may write
-    tmp_mb: int = 512              # size of the private writable /tmp (bwrap)
-    procs: int = 64                # RLIMIT_NPROC: processes + threads of the sandbox's user
+    tmp_mb: int = 256              # size of the private writable /tmp (bwrap)
+    shm_mb: int = 64               # size of /dev/shm (bwrap); /dev itself is read-only
+    procs: int = 32                # RLIMIT_NPROC: processes + threads of the sandbox's user
     open_files: int = 256          # RLIMIT_NOFILE
     output_bytes: int = 8192       # tail of stdout and of stderr kept in the result
     python: str | None = None      # interpreter inside the sandbox (default: this one)
@@ -66,9 +83,9 @@ class SandboxConfig:
 
 @dataclass
 class ExecutionResult:
-    passed: bool                   # exited with status 0 within the limits
+    passed: bool                   # exited with status 0 within the limits (and printed the nonce, when given)
     timed_out: bool                # wall clock exceeded (then killed)
-    killed: bool                   # ended by a signal (timeout kill, CPU limit, ...)
+    killed: bool                   # ended by a signal (timeout kill, memory cap, CPU limit, ...)
     exit_code: int | None          # exit status; -N when killed by signal N; None if unknown
     stdout: str                    # last output_bytes of stdout
     stderr: str                    # last output_bytes of stderr
@@ -76,6 +93,7 @@ class ExecutionResult:
     reason: str                    # one line: ok | exit 1: <last error line> | timeout | ...
     mode: str = "bwrap"
     truncated: bool = False        # some output was dropped
+    killed_by: str = ""            # why it was killed: timeout | memory | cpu | file_size | signal | unknown; "" = not
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -157,9 +175,10 @@ def _view(config: SandboxConfig, python: str) -> list[str]:
 
     The private /tmp and /dev/shm are mounted first, so an interpreter or ro_path that lives under
     /tmp (a venv in a clone under /tmp, as CI's may be) is bound on top of them, not hidden."""
-    size = str(config.tmp_mb << 20)
-    args = ["--tmpfs", "/", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
-            "--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
+    # /dev is bwrap's own tmpfs (unsized: half the host's RAM), so it is remounted read-only at the
+    # end (_command); /tmp and /dev/shm are sized, and what is written there counts as memory.
+    args = ["--tmpfs", "/", "--perms", "1777", "--size", str(config.tmp_mb << 20), "--tmpfs", "/tmp",
+            "--dev", "/dev", "--perms", "1777", "--size", str(config.shm_mb << 20), "--tmpfs", "/dev/shm"]
     for d in ("bin", "lib", "lib32", "lib64", "sbin"):
         p = Path("/") / d
         if p.is_symlink():
@@ -252,11 +271,34 @@ def _error_line(stderr: str) -> str:
     return next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
 
 
-def _reason(passed: bool, timed_out: bool, code: int | None, stderr: str, config: SandboxConfig) -> str:
+def new_nonce() -> str:
+    """A fresh per-run token: a test program prints it after its tests (run_program's `nonce`)."""
+    return "groundcode-tests-done-" + secrets.token_hex(12)
+
+
+def _killed_by(timed_out: bool, memory: bool, code: int | None) -> str:
+    if memory:
+        return "memory"
+    if timed_out:
+        return "timeout"
+    if code is None:
+        return "unknown"
+    if code >= 0:
+        return ""
+    return {signal.SIGXCPU: "cpu", signal.SIGXFSZ: "file_size"}.get(-code, "signal")
+
+
+def _reason(passed: bool, timed_out: bool, code: int | None, stderr: str, config: SandboxConfig,
+            cap: TreeCap | None = None, nonce_missing: bool = False) -> str:
+    if cap is not None and cap.exceeded:
+        return (f"memory limit ({config.memory_mb} MB): the sandbox's processes and tmpfs reached "
+                f"{cap.peak_bytes >> 20} MB ({cap.kind})")
     if timed_out:
         return f"timeout (wall {config.wall_s:g} s)"
     if passed:
         return "ok"
+    if nonce_missing:
+        return "exit 0 before the tests finished (no nonce in the output)"
     last = _error_line(stderr)
     if code is not None and code < 0:
         sig = -code
@@ -265,21 +307,25 @@ def _reason(passed: bool, timed_out: bool, code: int | None, stderr: str, config
                "SIGXFSZ": f"file size limit ({config.file_mb} MB)"}.get(name, f"killed by {name}")
         return why
     if "MemoryError" in last or "Cannot allocate memory" in stderr[-2000:]:
-        return f"memory limit ({config.memory_mb} MB): {last[:200]}"
+        return f"memory limit ({config.address_mb or config.memory_mb} MB): {last[:200]}"
     if code is None:
         return f"killed (no exit status){': ' + last[:200] if last else ''}"
     return f"exit {code}: {last[:200]}" if last else f"exit {code}"
 
 
 def run_program(source: str, config: SandboxConfig | None = None, env: dict | None = None,
-                stdin: str | None = None) -> ExecutionResult:
-    """Run `source` as a Python program in a fresh sandboxed process and report how it ended."""
+                stdin: str | None = None, nonce: str | None = None) -> ExecutionResult:
+    """Run `source` as a Python program in a fresh sandboxed process and report how it ended.
+
+    With `nonce` (new_nonce()), the run passes only if a line of its stdout is the nonce: the
+    program prints it after its tests, so an early `sys.exit(0)` / `os._exit(0)` does not pass."""
     config = config or SandboxConfig()
     python = config.python or sys.executable
     if config.mode not in ("bwrap", "subprocess"):
         raise GroundcodeError(f"unknown sandbox mode {config.mode!r} (bwrap or subprocess)")
     bwrap = check_bwrap() if config.mode == "bwrap" else None
     job = Path(tempfile.mkdtemp(prefix="gc-sandbox-"))
+    cap = None
     try:
         os.chmod(job, 0o755)
         prog = job / "main.py"
@@ -287,7 +333,7 @@ def run_program(source: str, config: SandboxConfig | None = None, env: dict | No
         os.chmod(prog, 0o644)
         status_r, status_w = os.pipe()
         uid = _sandbox_uid() if (bwrap and os.geteuid() == 0) else -1
-        shim_args = [str(status_w), str(uid), str(int(config.cpu_s)), str(config.memory_mb << 20),
+        shim_args = [str(status_w), str(uid), str(int(config.cpu_s)), str((config.address_mb or config.memory_mb) << 20),
                      str(config.file_mb << 20), str(config.procs), str(config.open_files), "--"]
         run_env = dict(_BASE_ENV)
         run_env.update(env or {})
@@ -295,7 +341,8 @@ def run_program(source: str, config: SandboxConfig | None = None, env: dict | No
             inner = [python, "-I", "-S", "-c", _SHIM, *shim_args, python, "/job/main.py"]
             cmd = [bwrap, *_namespaces(), *_view(config, python),
                    "--proc", "/proc",
-                   "--ro-bind", str(job), "/job", "--remount-ro", "/", "--chdir", "/tmp", *inner]
+                   "--ro-bind", str(job), "/job", "--remount-ro", "/dev", "--remount-ro", "/",
+                   "--chdir", "/tmp", *inner]
             cwd = "/"
         else:
             work = job / "tmp"
@@ -303,11 +350,15 @@ def run_program(source: str, config: SandboxConfig | None = None, env: dict | No
             run_env.update({"HOME": str(work), "TMPDIR": str(work), "MPLCONFIGDIR": str(work / ".mpl")})
             cmd = [python, "-I", "-S", "-c", _SHIM, *shim_args, python, str(prog)]
             cwd = str(work)
+        cap = TreeCap(config.memory_mb << 20, config.memory_cap,
+                      tmpfs=("/tmp", "/dev/shm", "/dev") if bwrap else ())
+        cmd = cap.wrap(cmd)
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=run_env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(status_w,),
                                 start_new_session=True)
         os.close(status_w)
+        cap.watch(proc.pid, lambda: _kill_group(proc, wait=False))
         out, err = _Tail(proc.stdout, config.output_bytes), _Tail(proc.stderr, config.output_bytes)
         if stdin:
             try:
@@ -322,6 +373,7 @@ def run_program(source: str, config: SandboxConfig | None = None, env: dict | No
             timed_out = True
         _kill_group(proc)
         seconds = time.perf_counter() - t0
+        cap.close()
         with os.fdopen(status_r, "rb") as f:
             status = f.read().strip()
         stdout, stderr = out.text(), err.text()
@@ -331,22 +383,29 @@ def run_program(source: str, config: SandboxConfig | None = None, env: dict | No
             code = -signal.SIGKILL
         else:
             code = None                  # the shim itself was killed (by the program or a limit)
-        passed = (code == 0) and not timed_out
-        killed = timed_out or code is None or code < 0
-        return ExecutionResult(passed=passed, timed_out=timed_out, killed=killed, exit_code=code,
+        nonce_missing = (code == 0 and nonce is not None
+                         and nonce not in (ln.strip() for ln in stdout.splitlines()))
+        passed = (code == 0) and not timed_out and not cap.exceeded and not nonce_missing
+        killed_by = _killed_by(timed_out, cap.exceeded, code)
+        return ExecutionResult(passed=passed, timed_out=timed_out, killed=bool(killed_by), exit_code=code,
                                stdout=stdout, stderr=stderr, seconds=round(seconds, 3),
-                               reason=_reason(passed, timed_out, code, stderr, config), mode=config.mode,
-                               truncated=out.truncated or err.truncated)
+                               reason=_reason(passed, timed_out, code, stderr, config, cap, nonce_missing),
+                               mode=config.mode, truncated=out.truncated or err.truncated, killed_by=killed_by,
+                               extra={"memory_cap": cap.kind, "peak_mb": cap.peak_bytes >> 20})
     finally:
+        if cap is not None:
+            cap.close()
         shutil.rmtree(job, ignore_errors=True)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen, wait: bool = True) -> None:
     """SIGKILL the process group (bwrap and, through its PID namespace, everything inside)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    if not wait:
+        return
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
@@ -354,12 +413,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run_many(sources: Iterable[str], config: SandboxConfig | None = None, workers: int = 2,
-             env: dict | None = None, progress: Callable[[int], None] | None = None) -> list[ExecutionResult]:
-    """Run programs in parallel (each in its own sandbox), results in input order."""
+             env: dict | None = None, progress: Callable[[int], None] | None = None,
+             nonces: Iterable[str | None] | None = None) -> list[ExecutionResult]:
+    """Run programs in parallel (each in its own sandbox), results in input order; `nonces`, one per
+    program, as run_program's."""
     sources = list(sources)
+    nonces = list(nonces) if nonces is not None else [None] * len(sources)
     results: list[ExecutionResult | None] = [None] * len(sources)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futs = {pool.submit(run_program, s, config, env): i for i, s in enumerate(sources)}
+        futs = {pool.submit(run_program, s, config, env, None, n): i for i, (s, n) in enumerate(zip(sources, nonces))}
         for fut in as_completed(futs):
             results[futs[fut]] = fut.result()
             if progress:
