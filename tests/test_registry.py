@@ -42,7 +42,30 @@ def test_default_unpulled_is_a_one_line_error_that_says_how_to_pull():
     with pytest.raises(GroundcodeError, match="models pull qwen2.5-coder-0.5b"):
         resolve_model("qwen2.5-coder-0.5b")
     assert resolve_model("tiny")[1] == TINY_DIR
-    assert resolve_model("some/dir")[1] == "some/dir"
+
+
+def test_an_unknown_model_name_fails_at_once_without_the_hub(tmp_path, monkeypatch, shop_repo):
+    import time
+    from huggingface_hub import constants
+    from groundcode.cli import app
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)       # even online, nothing is fetched
+    for name in ("no-such-model", "some/dir"):
+        t0 = time.perf_counter()
+        with pytest.raises(GroundcodeError) as exc:
+            load_model(name)
+        assert time.perf_counter() - t0 < 2
+        assert "\n" not in str(exc.value) and "not a registry model" in str(exc.value)
+    t0 = time.perf_counter()
+    r = runner.invoke(app, ["generate", f"{shop_repo}/shop/cart.py:Cart.last", "--model", "no-such-model"])
+    assert r.exit_code == 2 and "not a registry model" in r.output and time.perf_counter() - t0 < 5
+    # an id already in the local HF cache resolves to itself (transformers loads it from there)
+    snap = tmp_path / "hub" / "models--org--cached" / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+    (tmp_path / "hub" / "models--org--cached" / "refs").mkdir()
+    (tmp_path / "hub" / "models--org--cached" / "refs" / "main").write_text("abc123")
+    assert resolve_model("org/cached")[1] == "org/cached"
 
 
 def test_detect_template_reads_fim_tokens(tiny_lm):

@@ -7,8 +7,8 @@ What a model name resolves to:
 - `tiny`: the 7.4M model bundled in the package (models/tiny_bundled/, for tests and smoke runs);
 - a LoRA adapter directory (adapter_config.json; training/finetune.py): its base model with the
   adapter merged (`load_adapter_model`);
-- anything else: a local directory or an HF id in the local HF cache (nothing is downloaded when
-  HF_HUB_OFFLINE=1).
+- anything else: a local directory or an HF id already in the local HF cache; any other name
+  fails at once with a one-line error (never a download, so no minute of hub retries first).
 Every LoadedModel carries its template facts (FIM tokens, trained window, stop tokens): from the
 registry for named models, read off the tokenizer otherwise.
 Not here: decoding (decoding/engine.py), training (training/), fetching (models/pull.py).
@@ -63,7 +63,21 @@ def resolve_model(name: str | Path | None) -> tuple[str, Path | str, TemplateFac
             raise GroundcodeError(f"the bundled tiny model is missing at {TINY_DIR}")
         return TINY_NAME, TINY_DIR, TINY_TEMPLATE
     check_model_dir(str(name))
+    if not Path(str(name)).expanduser().exists() and not in_hf_cache(str(name)):
+        raise GroundcodeError(
+            f"--model {name}: not a registry model ({', '.join(sorted(REGISTRY))}, {TINY_NAME}), a local "
+            "directory, nor in the local Hugging Face cache (`groundcode models list`; nothing is downloaded)")
     return str(name), name, None
+
+
+def in_hf_cache(repo_id: str) -> bool:
+    """Whether a hub model id has a config.json in the local HF cache (a file lookup, no network)."""
+    try:
+        from huggingface_hub import constants, try_to_load_from_cache
+        found = try_to_load_from_cache(repo_id, "config.json", cache_dir=constants.HF_HUB_CACHE)
+    except Exception:               # an id huggingface_hub rejects (bad characters, ...): not cached
+        return False
+    return isinstance(found, str)
 
 
 def pick_device(device: str | None = None) -> str:
