@@ -185,3 +185,25 @@ def test_cli_builds_the_index_in_the_given_directory_and_searches_it(minilib, tm
     assert json.loads(hit.output)["code"] == "s.rolling(3).mean()\n"
     missing = CliRunner().invoke(app, ["index", "snippets-search", "x", "--index", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "no snippet index" in missing.output
+
+
+def test_the_default_libraries_that_are_not_installed_are_skipped_not_fatal(minilib, tmp_path):
+    # pandas, scipy and scikit-learn are not groundcode dependencies: `index snippets` with its
+    # defaults must work where they are missing. A bare venv has none of them (numpy neither);
+    # minilib is visible to it through PYTHONPATH.
+    import subprocess
+    import sys
+    from groundcode.cli import app
+    env = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    py = str(env / "bin" / "python")
+    out = tmp_path / "idx"
+    r = CliRunner().invoke(app, ["index", "snippets", "--package", "minilib", "--python", py,
+                                 "--out", str(out), "--no-dense"])
+    assert r.exit_code == 0, r.output
+    assert "skipped: numpy, pandas, scipy, sklearn" in r.output
+    assert set(SnippetIndex.open(out).manifest["sources"]) == {"minilib"}
+    named = CliRunner().invoke(app, ["index", "snippets", "--package", "pandas", "--python", py, "--out", str(out)])
+    assert named.exit_code == 2 and "not installed" in named.output      # a package asked for by name must exist
+    none = CliRunner().invoke(app, ["index", "snippets", "--python", py, "--out", str(out), "--no-dense"])
+    assert none.exit_code == 2 and "none of numpy, pandas, scipy, sklearn is installed" in none.output

@@ -11,6 +11,7 @@ The default index lives in the user cache (<cache>/index/api). Not here: any ind
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -97,7 +98,9 @@ def snippets(
     package: List[str] = typer.Option([], "--package", "-p", help="Installed package whose docstring examples "
                                       "to index (read statically, never imported). Repeatable."),
     libraries: bool = typer.Option(True, "--libraries/--no-libraries",
-                                   help="Also numpy, pandas, scipy and scikit-learn."),
+                                   help="Also numpy, pandas, scipy and scikit-learn (those installed: "
+                                   "only numpy comes with groundcode; pandas and the rest are not "
+                                   "dependencies, so missing ones are skipped and reported)."),
     jsonl: List[Path] = typer.Option([], "--jsonl", help="JSONL with description and code fields. Repeatable."),
     jsonl_license: str = typer.Option("", help="License of --jsonl records that carry none."),
     python: Optional[str] = typer.Option(None, help="Find packages as this interpreter sees them "
@@ -118,7 +121,15 @@ def snippets(
         if not names and not jsonl:
             raise GroundcodeError("nothing to index: name --package or --jsonl (or keep --libraries)")
         found, summaries, sources = [], {}, {}
-        infos = locate(names, python) if names else {}
+        # The default libraries are DS-1000's, not groundcode's dependencies: index those the
+        # interpreter has (numpy always), skip and report the rest; a --package must exist.
+        optional = tuple(n for n in DEFAULT_LIBRARIES if libraries and n not in package)
+        infos = locate(names, python, optional=optional) if names else {}
+        skipped = [n for n in names if n not in infos]
+        if skipped:
+            typer.echo(f"not installed for {python or sys.executable}, skipped: {', '.join(skipped)}", err=True)
+        if not infos and not jsonl:
+            raise GroundcodeError(f"none of {', '.join(names)} is installed for {python or sys.executable}")
         with Progress(transient=True) as bar:
             for name, info in infos.items():
                 task = bar.add_task(name, total=None)

@@ -67,17 +67,18 @@ print(json.dumps(out))
 """
 
 
-def locate(names: list[str], python: str | None = None) -> dict[str, PackageInfo]:
-    """Package directories, distribution, version and license as `python` sees them (no import)."""
+def locate(names: list[str], python: str | None = None, optional: tuple = ()) -> dict[str, PackageInfo]:
+    """Package directories, distribution, version and license as `python` sees them (no import).
+    A missing name is an error unless it is in `optional` (then it is left out of the answer)."""
     r = subprocess.run([python or sys.executable, "-c", _PROBE, *names], capture_output=True, text=True,
                        timeout=120)
     if r.returncode:
         raise GroundcodeError(f"cannot ask {python or sys.executable} for packages: {r.stderr.strip()[-200:]}")
     found = json.loads(r.stdout)
-    missing = [n for n in names if not found.get(n)]
+    missing = [n for n in names if not found.get(n) and n not in optional]
     if missing:
         raise GroundcodeError(f"not installed for {python or sys.executable}: {', '.join(missing)}")
-    return {n: PackageInfo(n, **found[n]) for n in names}
+    return {n: PackageInfo(n, **found[n]) for n in names if found.get(n)}
 
 
 def examples_section(doc: str) -> str:
