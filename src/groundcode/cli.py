@@ -307,5 +307,17 @@ def main() -> None:
         error(str(exc))
         sys.exit(2)
     except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
+        _interrupted()
+    except SystemExit as exc:
+        if exc.code == 130:              # typer turns a KeyboardInterrupt into a silent Exit(130)
+            _interrupted()
+        raise
+
+
+def _interrupted() -> None:
+    """Ctrl-C: one line, exit status 130; analysis workers stopped, not waited for."""
+    jedi = sys.modules.get("groundcode.analysis.jedi")
+    if jedi is not None:
+        jedi.close_all()
+    err.print("interrupted")
+    sys.exit(130)

@@ -9,7 +9,9 @@ fails open (empty names + the reason), counted by the caller.
 Jedi runs in a worker *process* by default (`workers="process"`): it keeps its caches warm
 there, runs truly beside the model (no GIL shared with the decoding loop), and a hung call can
 be killed — the worker is restarted after `kill_after_s`. `workers="thread"` runs it in-process
-on one thread (no start-up cost; used by tests that patch the call).
+on one thread (no start-up cost; used by tests that patch the call). The worker ignores SIGINT:
+Ctrl-C reaches the whole foreground process group, and the parent, not the worker, decides what
+an interrupt means (the CLI closes every live analyzer with `close_all()` and exits 130).
 
 `repo_dependencies(...)` lists repository-level names used in a line range (for benchmarks).
 Not here: deciding when to ask (decoding/guides/dereference.py).
@@ -20,10 +22,12 @@ import concurrent.futures as cf
 import contextlib
 import multiprocessing as mp
 import re
+import signal
 import sys
 import sysconfig
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 
@@ -203,6 +207,23 @@ def warm_file(root: str | None, code: str, path: str) -> None:
         pass
 
 
+_LIVE: "weakref.WeakSet[JediAnalyzer]" = weakref.WeakSet()
+
+
+def close_all() -> None:
+    """Stop every live analyzer's worker (on Ctrl-C: the CLI exits without waiting for them)."""
+    for analyzer in list(_LIVE):
+        try:
+            analyzer.close()
+        except Exception:
+            pass
+
+
+def _ignore_sigint() -> None:
+    """The worker's initializer: a terminal's Ctrl-C is the parent's to handle (no traceback here)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @contextlib.contextmanager
 def _main_not_imported():
     """Start spawn workers without re-running the caller's `__main__` (multiprocessing would,
@@ -249,6 +270,7 @@ class JediAnalyzer:
         self._inflight: dict[tuple, cf.Future] = {}   # key -> running call (prefetch or late)
         self._busy_since: float | None = None
         self._pool = self._new_pool()
+        _LIVE.add(self)
         self.calls = 0
         self.timeouts = 0
         self.errors = 0
@@ -257,7 +279,8 @@ class JediAnalyzer:
     def _new_pool(self):
         # One worker: Jedi is not thread-safe, and one warm process keeps one warm cache.
         if self.workers == "process":
-            return cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
+            return cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
+                                          initializer=_ignore_sigint)
         return cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="jedi")
 
     def close(self) -> None:
