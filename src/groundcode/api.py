@@ -99,6 +99,12 @@ class Generator:
     def prompt(self, ctx: CodeContext, max_new_tokens: int, blocks=None):
         """The model's prompt for `ctx` (blocks: extra PromptBlocks besides block_sources')."""
         every = [b for src in self.block_sources for b in src(ctx)] + list(blocks or ())
+        cfg = self.prompts.config
+        if cfg.declarations:      # best first, so the budget keeps the most useful ones
+            from .retrieval.declarations import declaration_blocks
+            tok = self.lm.tokenizer
+            every = declaration_blocks(ctx, cfg.declaration_tokens, lambda s: len(
+                tok(s, add_special_tokens=False)["input_ids"])) + every
         return self.prompts.build(ctx, max_new_tokens, every)
 
     def guides(self, row_ctx: CodeContext, owed: str = "", stop: str = "block") -> list:
