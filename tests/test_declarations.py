@@ -79,3 +79,11 @@ def test_generator_prompt_holds_declarations_only_when_asked(tiny_lm):
     assert [b.source.rsplit(":", 1)[1] for b in p1.blocks] == ["Cart", "Registry"]
     assert "latest_update" in tok.decode(p1.ids) and "latest_update" not in tok.decode(p0.ids)
     assert tok.decode(p1.ids).endswith(tok.decode(p0.ids))      # the file's text comes last
+
+
+def test_imports_resolve_from_the_package_root_when_repo_is_higher_up():
+    # `groundcode generate` without --repo finds the git root above the fixture: imports still
+    # resolve from the directory above the file's top-level package
+    ctx = function_context(SHOP / "shop" / "cart.py", "Cart.last", Path(__file__).parent.parent)
+    blocks = declaration_blocks(ctx)
+    assert [b.text.splitlines()[0] for b in blocks] == ["# shop/cart.py", "# shop/registry.py"]

@@ -173,9 +173,9 @@ def _module_file(path_str: str, mtime_ns: int, package: str) -> ModuleInfo:
     return _module_info(text, path, package)
 
 
-def _package_of(path: Path, repo: Path) -> str:
-    """Dotted package of a file under repo (or repo/src): shop/cart.py -> "shop"."""
-    for root in (repo / "src", repo):
+def _package_of(path: Path, roots: tuple[Path, ...]) -> str:
+    """Dotted package of a file under the first root that holds it: shop/cart.py -> "shop"."""
+    for root in roots:
         try:
             rel = path.resolve().relative_to(root.resolve())
         except ValueError:
@@ -184,11 +184,24 @@ def _package_of(path: Path, repo: Path) -> str:
     return ""
 
 
-def _find_module(module: str, repo: Path) -> Path | None:
+def import_roots(path: Path, repo: Path) -> tuple[Path, ...]:
+    """Where `import pkg.mod` looks for repository code: the directory above the file's
+    top-level package (walking up while `__init__.py` exists), the repository, repository/src."""
+    d = Path(path).resolve().parent
+    while (d / "__init__.py").is_file() and d.parent != d:
+        d = d.parent
+    out = []
+    for r in (d, Path(repo).resolve(), Path(repo).resolve() / "src"):
+        if r not in out:
+            out.append(r)
+    return tuple(out)
+
+
+def _find_module(module: str, roots: tuple[Path, ...]) -> Path | None:
     if not module:
         return None
     parts = module.split(".")
-    for root in (repo, repo / "src"):
+    for root in roots:
         base = root.joinpath(*parts)
         for cand in (base.with_suffix(".py"), base / "__init__.py"):
             if cand.is_file():
@@ -196,8 +209,8 @@ def _find_module(module: str, repo: Path) -> Path | None:
     return None
 
 
-def _load(module: str, repo: Path) -> ModuleInfo | None:
-    p = _find_module(module, repo)
+def _load(module: str, roots: tuple[Path, ...]) -> ModuleInfo | None:
+    p = _find_module(module, roots)
     if p is None:
         return None
     try:
@@ -220,7 +233,7 @@ def _parse_current(ctx) -> ModuleInfo:
     tries = [before + (lead or "    ") + "pass\n" + after,          # a function body
              head + "\n" + (indent or "") + "pass\n" + after,      # a cursor: its line dropped
              head + "\n" + after]
-    package = _package_of(Path(ctx.path), Path(ctx.repo))
+    package = _package_of(Path(ctx.path), import_roots(Path(ctx.path), Path(ctx.repo)))
     for text in tries:
         info = _module_info(text, Path(ctx.path), package)
         if info.tree is not None:
@@ -247,14 +260,17 @@ def _enclosing(info: ModuleInfo, line: int):
 
 # -- rendering -------------------------------------------------------------------------------------
 
-def _rel(path: Path, repo: Path) -> str:
-    try:
-        return path.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError:
-        return path.name
+def _rel(path: Path, roots: tuple[Path, ...]) -> str:
+    """The path as an import sees it (shop/registry.py), else the file's name."""
+    for root in roots:
+        try:
+            return path.resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return path.name
 
 
-def _render_class(c: ClassInfo, repo: Path, skip_line: int | None = None) -> str:
+def _render_class(c: ClassInfo, repo: tuple[Path, ...], skip_line: int | None = None) -> str:
     head = f"class {c.name}({', '.join(c.bases)}):" if c.bases else f"class {c.name}:"
     out = [f"# {_rel(c.path, repo)}", f"# {head}"]
     if c.doc:
@@ -268,7 +284,7 @@ def _render_class(c: ClassInfo, repo: Path, skip_line: int | None = None) -> str
     return "\n".join(out) + "\n"
 
 
-def _render_function(f: FunctionInfo, repo: Path) -> str:
+def _render_function(f: FunctionInfo, repo: tuple[Path, ...]) -> str:
     line = f"# {f.signature}: ...  # {f.doc}" if f.doc else f"# {f.signature}: ..."
     return f"# {_rel(f.path, repo)}\n{line}\n"
 
@@ -280,7 +296,7 @@ def declaration_blocks(ctx, budget_tokens: int = 384, count=None) -> list[Prompt
     """The declarations an IDE would show at `ctx`'s cursor, best first, within the budget
     (`count(text) -> tokens`; default: characters / 4)."""
     count = count or (lambda s: (len(s) + 3) // 4)
-    repo = Path(ctx.repo)
+    repo = import_roots(Path(ctx.path), Path(ctx.repo))
     info = _parse_current(ctx)
     line = ctx.before.count("\n") + 1
     cls_node, fn_node = _enclosing(info, line)
