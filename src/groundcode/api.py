@@ -119,6 +119,8 @@ class Generator:
             guides.append(BodyEnd(row_ctx.stop_indent))
         if stop != "block":
             guides.append(StopAt(stop))
+        from .decoding.guides.repetition import RepetitionStop
+        guides.append(RepetitionStop())      # a model caught in a loop stops (one copy kept)
         if self.monitor.enabled:
             m = self.monitor
             guides.append(DereferenceMonitor(self.analyzer(row_ctx.repo), m.allow_bindings,
