@@ -99,6 +99,12 @@ class Generator:
     def prompt(self, ctx: CodeContext, max_new_tokens: int, blocks=None):
         """The model's prompt for `ctx` (blocks: extra PromptBlocks besides block_sources')."""
         every = [b for src in self.block_sources for b in src(ctx)] + list(blocks or ())
+        cfg = self.prompts.config
+        if cfg.declarations:      # best first, so the budget keeps the most useful ones
+            from .retrieval.declarations import declaration_blocks
+            tok = self.lm.tokenizer
+            every = declaration_blocks(ctx, cfg.declaration_tokens, lambda s: len(
+                tok(s, add_special_tokens=False)["input_ids"])) + every
         return self.prompts.build(ctx, max_new_tokens, every)
 
     def guides(self, row_ctx: CodeContext, owed: str = "", stop: str = "block") -> list:
@@ -113,6 +119,8 @@ class Generator:
             guides.append(BodyEnd(row_ctx.stop_indent))
         if stop != "block":
             guides.append(StopAt(stop))
+        from .decoding.guides.repetition import RepetitionStop
+        guides.append(RepetitionStop())      # a model caught in a loop stops (one copy kept)
         if self.monitor.enabled:
             m = self.monitor
             guides.append(DereferenceMonitor(self.analyzer(row_ctx.repo), m.allow_bindings,

@@ -97,7 +97,7 @@ def _print_triggers(gen, seconds: float) -> None:
 
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
-         sdk=True, keywords=True) -> None:
+         sdk=True, keywords=True, declarations=False) -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -110,7 +110,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
             raise GroundcodeError(f"--deadline must be > 0 seconds, got {deadline}")
         monitor = MonitorConfig(enabled=not no_monitor, deadline_s=deadline, hide_private=hide_private,
                                 sdk=sdk, keywords=keywords)
-        prompt = PromptConfig(fim=fim, heal=heal)
+        prompt = PromptConfig(fim=fim, heal=heal, declarations=declarations)
         if stream is None:      # stream to a terminal, print at the end into a pipe
             stream = not as_json and sys.stdout.isatty()
         with err.status("loading model…", spinner="dots") if not as_json else _null():
@@ -208,6 +208,8 @@ _JSON = typer.Option(False, "--json", help="print one JSON object instead of tex
 _REPO = typer.Option(None, "--repo", "-r", help="repository root (default: found from the file)")
 _FIM = typer.Option("auto", "--fim", help="fill-in-the-middle with the model's FIM tokens: auto (cursor completions), on, off")
 _HEAL = typer.Option(True, "--heal/--no-heal", help="token healing: the model re-writes the prompt's trailing whitespace")
+_DECL = typer.Option(False, "--declarations/--no-declarations",
+                     help="prepend what an IDE knows at the cursor: the enclosing class and the repository classes it uses")
 _TOOLS = typer.Option(False, "--tool-tokens", help="tool tokens (ToolGen): <COMP> calls the autocompleter (a TOOLGEN adapter as --model)")
 _TOOL_P = typer.Option(None, "--tool-threshold", help="also call when p(<COMP>) >= this")
 _TOOL_H = typer.Option(None, "--tool-entropy", help="zero-shot tool calls (any model): at name starts whose next-token entropy >= this many nats")
@@ -229,7 +231,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              stop: str = _STOP, stream: Optional[bool] = _STREAM,
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
-             no_keywords: bool = _NOKW) -> None:
+             no_keywords: bool = _NOKW, declarations: bool = _DECL) -> None:
     """Continue the code at a cursor (the rest of that line is replaced). Prints, never writes."""
     from .api import cursor_context
     from .repo import parse_file_position
@@ -239,7 +241,8 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
         return cursor_context(path, cur.line, cur.column, _check_repo(repo, path))
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
-         _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords)
+         _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords,
+         declarations=declarations)
 
 
 @app.command()
@@ -254,7 +257,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              stream: Optional[bool] = _STREAM,
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
-             no_keywords: bool = _NOKW) -> None:
+             no_keywords: bool = _NOKW, declarations: bool = _DECL) -> None:
     """Write a function's body from its signature and docstring (printed, not written back)."""
     from .api import function_context
     from .repo import parse_file_function
@@ -264,7 +267,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
         return function_context(path, name, _check_repo(repo, path))
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
-         _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords)
+         _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords,
+         declarations=declarations)
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:

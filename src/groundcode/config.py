@@ -57,3 +57,6 @@ class PromptConfig:
     suffix_tokens: int = 512       # budget for the FIM suffix (code after the cursor)
     max_prompt_tokens: int = 0     # cap below the model's window (0: the window); on a CPU a
                                    # shorter prompt prefills faster
+    declarations: bool = False     # prepend what an IDE knows at the cursor: the enclosing class,
+                                   # the repository classes/functions it uses (retrieval/declarations.py)
+    declaration_tokens: int = 384  # budget for those blocks (inside block_tokens)

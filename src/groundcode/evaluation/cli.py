@@ -161,6 +161,8 @@ def run(
     fim: str = typer.Option("auto", help="Fill-in-the-middle: auto (cursor tasks) | on | off."),
     heal: bool = typer.Option(True, "--heal/--no-heal", help="Token healing of the prompt's trailing whitespace."),
     max_prompt_tokens: int = typer.Option(0, help="Cap prompts below the model's window (0: the window)."),
+    declarations: bool = typer.Option(False, "--declarations/--no-declarations",
+                                      help="Prepend the IDE's declarations at the cursor (enclosing class, repository classes it uses)."),
 ):
     """Generate samples for tasks with one configuration (resumable)."""
     from . import harness
@@ -177,7 +179,8 @@ def run(
                                 seed=seed, max_new_tokens=max_new_tokens, batch=batch, fim=fim, heal=heal,
                                 max_prompt_tokens=max_prompt_tokens,
                                 tool_tokens=tool_tokens or tool_entropy is not None,
-                                tool_threshold=tool_threshold, tool_entropy=tool_entropy)
+                                tool_threshold=tool_threshold, tool_entropy=tool_entropy,
+                                declarations=declarations)
         harness.parse_schedule(schedule)
         todo = len(picked) - len(harness.done_task_ids(out, config) & {t["task_id"] for t in picked})
         with _progress() as bar:

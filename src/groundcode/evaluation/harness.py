@@ -37,6 +37,7 @@ class RunConfig:
     tool_tokens: bool = False        # ToolGen's tool-token guide (<COMP> calls the analyzer)
     tool_threshold: float | None = None   # also call when p(<COMP>) >= this
     tool_entropy: float | None = None     # zero-shot: call at name starts with entropy >= this
+    declarations: bool = False       # prepend the IDE's declarations at the cursor (PromptConfig)
 
 
 def parse_schedule(spec: str) -> tuple[tuple[float, int], ...]:
@@ -147,7 +148,8 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
     gen.monitor.enabled = cfg.monitor
     gen.tools = ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold, entropy=cfg.tool_entropy)
     gen.prompts = gen.prompt_builder(PromptConfig(fim=cfg.fim, heal=cfg.heal,
-                                                  max_prompt_tokens=cfg.max_prompt_tokens))
+                                                  max_prompt_tokens=cfg.max_prompt_tokens,
+                                                  declarations=cfg.declarations))
     for k in range(0, len(todo), cfg.batch):
         chunk = todo[k:k + cfg.batch]
         ctxs = [context_for(t) for t in chunk]

@@ -1,0 +1,47 @@
+"""Stopping a row that repeats itself (guides/repetition.py)."""
+from __future__ import annotations
+
+from groundcode.decoding.guides.base import RowView
+from groundcode.decoding.guides.repetition import RepetitionStop, repeated_tail
+
+
+def test_repeated_tail_finds_line_and_block_loops_and_keeps_one_copy():
+    one = "        x = f()\n"
+    text = "        a = 1\n" + one * 3
+    assert text[: repeated_tail(text)] == "        a = 1\n" + one
+    block = "        y = g(a)\n        a = h(y)\n"
+    text = "        a = 1\n" + block + "\n" + block + block
+    assert text[: repeated_tail(text)] == "        a = 1\n" + block + "\n"
+    # an unfinished last line does not count, blank lines are ignored
+    assert repeated_tail(one * 2 + "        x = f(") is None
+    assert repeated_tail(one + "\n" + one + "\n\n" + one) is not None
+
+
+def test_real_code_is_not_a_loop():
+    assert repeated_tail("        x += 1\n        x += 1\n        return x\n") is None   # two copies
+    assert repeated_tail("            )\n        )\n    )\n") is None
+    assert repeated_tail("        pass\n        pass\n        pass\n") is None           # trivial lines
+    assert repeated_tail("a = 1\nb = 2\na = 1\nb = 3\na = 1\nb = 2\n") is None
+
+
+def test_guide_stops_with_a_cut_and_rewinds(tiny_lm):
+    from groundcode.decoding.vocab import VocabIndex
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    g = RepetitionStop()
+    row = RowView(index=0, context=None, vocab=vocab)
+    g.reset(row)
+    text = "        return 1\n" + "        y = y + 1\n" * 4
+    stopped_at = None
+    for t in tiny_lm.tokenizer(text, add_special_tokens=False)["input_ids"]:
+        row.tokens.append(t)
+        row.text += vocab.texts[t]
+        g.advance(row, t)
+        s = g.stop(row)
+        if s is not None:
+            stopped_at = s
+            break
+    assert stopped_at is not None and stopped_at.reason == "repetition"
+    assert row.text[: stopped_at.cut] == "        return 1\n        y = y + 1\n"
+    assert row.text.count("\n") == 4            # stopped as soon as the third copy was complete
+    g.rewind(row, 2)
+    assert g.stop(row) is None
