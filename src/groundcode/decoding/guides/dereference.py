@@ -33,15 +33,13 @@ Not here: jedi (analysis/jedi.py), name narrowing (narrowing.py), the loop (deco
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import re
-import textwrap
 
 import numpy as np
 
 from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, could_bind,
-                       enclosing_scope, ident_run, indentation, receiver_before)
+                       enclosing_scope, function_header, ident_run, receiver_before)
 from .base import Guide, History, RowView, TriggerRecord, token_flags
 from .narrowing import Narrowing, is_dunder
 
@@ -91,17 +89,20 @@ class DereferenceMonitor(Guide):
         self._redo: int | None = None
         self._hold = 0                            # a cursor inside a name: its length
         self._signature()
-        self._prefetch()
         # The cursor may sit right after a dot (`obj.|`) or inside the name after one
         # (`obj.gre|`): trigger before the first token, the name written so far counting.
+        # That question goes first; the prefetches follow (never under its key).
         p = self.prefix
         m = re.search(r"\.([A-Za-z_]\w*)?$", p)
         self._hold = len(m.group(1) or "") if m else 0
+        asked = None
         if m and self.lexer.dot_is_code(p, m.start()):
+            asked = receiver_before(p, m.start())
             if self._analyze(row, "") is not None:
                 self._start(row, 0, ".", 0)
                 self._cursor_name(row, m.group(1) or "")
         self._hold = 0
+        self._prefetch(asked)
         self._mark(row)
 
     def _clear(self) -> None:
@@ -175,66 +176,30 @@ class DereferenceMonitor(Guide):
                 scope = "<module>"
         return (self.version, scope, receiver or full[-40:], _digest(rebinds) if rebinds else "")
 
-    def _where(self, upto_dot: str) -> tuple[str, int, int]:
-        """The analyzer's view: the real file with the partial code at the cursor."""
-        ctx = self.ctx
-        code_before = ctx.before[: len(ctx.before) - self._hold] + upto_dot
-        line = code_before.count("\n") + 1
-        col = len(code_before) - (code_before.rfind("\n") + 1)
-        return code_before + "\n" + ctx.after, line, col
-
     def _signature(self) -> None:
         """Parameters and annotations of the function being written (from the lexing prefix),
         its body's indentation (any width) and the prefix's text from the body on."""
-        self._params: list[str] = []
-        self._annotations: dict[str, str] = {}
-        self._body_indent = ""
-        self.body_prefix = self.prefix
-        defs = list(re.finditer(r"^([ \t]*)(async[ \t]+)?def[ \t]+\w+[ \t]*\(", self.prefix, re.M))
-        if not defs:
-            return
-        m = defs[-1]
-        head = self.prefix[m.start() + len(m.group(1)):]
-        depth, colon = 0, -1
-        for k, ch in enumerate(head):          # the header's colon: outside all brackets
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            elif ch == ":" and depth == 0:
-                colon = k
-                break
-        if colon < 0:
-            return
-        try:
-            node = ast.parse(head[: colon + 1] + " pass\n").body[0]
-            args = node.args
-        except (SyntaxError, IndexError, AttributeError):
-            return
-        every = args.posonlyargs + args.args + args.kwonlyargs
-        self._params = [a.arg for a in every]
-        self._annotations = {a.arg: ast.unparse(a.annotation) for a in every if a.annotation is not None}
-        nl = head.find("\n", colon)
-        self.body_prefix = head[nl + 1:] if nl >= 0 else ""
-        lines = self.body_prefix.split("\n")
-        first = next((ln for ln in lines if ln.strip()), None)
-        if first is None and lines and len(lines[-1]) > len(m.group(1)):
-            first = lines[-1]                  # the prompt ends with the body's indentation
-        self._body_indent = indentation(first) if first is not None else m.group(1) + "    "
+        fn = function_header(self.prefix)
+        self._params: list[str] = fn.params if fn else []
+        self._annotations: dict[str, str] = fn.annotations if fn else {}
+        self._body_indent = fn.indent if fn else ""
+        self.body_prefix = self.prefix[fn.body:] if fn else self.prefix
 
-    def _prefetch(self) -> None:
+    def _prefetch(self, asked: str | None = None) -> None:
         """A body is about to be written: ask in the background for the members of the
-        function's parameters (`self`, `ctx`, ...), the receivers it most often dots into."""
-        ctx = self.ctx
+        function's parameters (`self`, `ctx`, ...), the receivers it most often dots into,
+        each as a new statement of the body (`ctx.probe`), never at the cursor's text.
+        `asked`: the receiver the cursor's own trigger asked about already."""
         prefetch = getattr(self.analyzer, "prefetch", None)
         if prefetch is None:
             return
         # Only receivers whose type is known up front: an unannotated parameter fails open.
         likely = [p for p in self._params if p in ("self", "cls") or p in self._annotations]
         for p in likely[:4]:
-            upto = self._body_indent + p + "."
-            code, line, col = self._where(upto)
-            prefetch(code, ctx.path, line, col, receiver=p, cache_key=self._key(p, "", upto))
+            sp = self.ctx.probe(p) if p != asked else None
+            if sp is not None:
+                prefetch(sp.code, sp.path, sp.line, sp.column, receiver=p,
+                         cache_key=self._key(p, "", p + "."))
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
@@ -265,7 +230,8 @@ class DereferenceMonitor(Guide):
             rec.failed_open, rec.reason = True, "inferred: unannotated parameter"
             return None
         key = self._key(receiver, upto_dot, full)
-        code, line, col = self._where(upto_dot)
+        sp = self.ctx.splice(upto_dot, drop=self._hold)
+        code, line, col = sp.code, sp.line, sp.column
         self._extra_names = self._extra(receiver, upto_dot)
         if self.speculate:
             ticket = self.analyzer.submit(code, ctx.path, line, col, receiver=receiver, cache_key=key)
