@@ -403,3 +403,21 @@ def function_header(text: str) -> FunctionHeader | None:
     return FunctionHeader(m.start(), body, [a.arg for a in every],
                           {a.arg: ast.unparse(a.annotation) for a in every if a.annotation is not None},
                           indent)
+
+
+_IMPORT = re.compile(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]+\(?([^)\n#]*)|import[ \t]+([^\n#;]*))", re.M)
+
+
+def imported_names(text: str) -> list[str]:
+    """Names the module's top-level imports bind (`import os.path` binds `os`, `from m import
+    A as B` binds `B`) that the text dots into somewhere (`name.`), in import order."""
+    out: list[str] = []
+    for m in _IMPORT.finditer(text):
+        for part in (m.group(1) or m.group(2) or "").split(","):
+            words = part.split()
+            if not words or words[0] == "*":
+                continue
+            name = words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0]
+            if name.isidentifier() and name not in out and re.search(rf"(?<![\w.]){re.escape(name)}\.\w", text):
+                out.append(name)
+    return out
