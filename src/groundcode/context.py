@@ -3,6 +3,7 @@ generated region, never the prompt (no retrieved snippets, no API docs, no FIM t
 
     ctx = function_context(file, "Class.method", repo)   # a function body after its docstring
     ctx = cursor_context(file, line, col, repo)          # continue at a cursor (line 1-based)
+    ctx = cursor_context(file, line, col, repo, text=buffer)   # ... in unsaved text
     ctx = region_context(path, repo, text, line, col, end_line, indent, scope, def_line)
     row_ctx = ctx.continued(owed)        # what the engine's rows see when the completion must
                                          # start by re-writing `owed` (token healing)
@@ -155,10 +156,12 @@ def region_context(path: str | Path, repo: str | Path, text: str, line: int, col
                        version=text_version(text), kind="body" if col == 0 else "cursor")
 
 
-def function_context(file: str | Path, qualname: str, repo: str | Path | None = None) -> CodeContext:
-    """Context for writing the body of `qualname` from its signature and docstring."""
+def function_context(file: str | Path, qualname: str, repo: str | Path | None = None,
+                     text: str | None = None) -> CodeContext:
+    """Context for writing the body of `qualname` from its signature and docstring; `text`:
+    the file's unsaved text (an editor buffer) instead of the disk's."""
     path = Path(file)
-    text = read_source(path)
+    text = read_source(path) if text is None else text
     site = find_function(text, qualname, path)
     lines = text.splitlines(keepends=True)
     reference = "".join(lines[site.body_line - 1: site.end_line])
@@ -166,10 +169,12 @@ def function_context(file: str | Path, qualname: str, repo: str | Path | None = 
                           0, site.end_line, site.indent, qualname, site.def_line, reference)
 
 
-def cursor_context(file: str | Path, line: int, column: int, repo: str | Path | None = None) -> CodeContext:
-    """Context for continuing code at (line, column); the rest of that line is replaced."""
+def cursor_context(file: str | Path, line: int, column: int, repo: str | Path | None = None,
+                   text: str | None = None) -> CodeContext:
+    """Context for continuing code at (line, column); the rest of that line is replaced.
+    `text`: the file's unsaved text (an editor buffer) instead of the disk's."""
     path = Path(file)
-    text = read_source(path)
+    text = read_source(path) if text is None else text
     lines = text.splitlines(keepends=True) or [""]
     if not 1 <= line <= len(lines) + 1:
         raise GroundcodeError(f"{path}: line {line} is outside the file (1..{len(lines)})")

@@ -124,6 +124,9 @@ def _install_overlay_hook() -> None:
             text = _buffer(p)
             if text is not None:
                 file_io = BufferIO(p, text, _OVERLAY["t"])
+                if kw.get("cache"):
+                    kw["diff_cache"] = True   # parso pickles only without it: a buffer's parse
+                                              # must never reach the disk cache
         return original(self, code, path, use_latest_grammar, file_io, **kw)
 
     parse_and_get_code._gc_overlay = True
@@ -155,11 +158,18 @@ def set_overlay(stamp: str, files) -> None:
     old = _OVERLAY["files"]
     changed = {p for p in set(old) | set(new) if old.get(p) != new.get(p)}
     if changed:
+        import hashlib
+
         import parso.cache
         for per_grammar in parso.cache.parser_cache.values():
             for p in changed:
                 per_grammar.pop(Path(p), None)
                 per_grammar.pop(p, None)
+        folder = Path(_jedi().settings.cache_directory)
+        for p in changed:                     # and any pickle of it (written before the hook)
+            h = hashlib.sha256(p.encode("utf-8")).hexdigest()
+            for f in folder.glob(f"*/*-{h}.pkl"):
+                f.unlink(missing_ok=True)
         from . import jedi_classes
         jedi_classes.reset()
     _OVERLAY.update(stamp=stamp, files=new, t=time.time())
