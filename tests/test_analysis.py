@@ -210,3 +210,65 @@ def test_each_worker_has_its_own_parso_cache_directory(tmp_path, monkeypatch):
     for p in procs:
         p.wait(timeout=60)
     assert len(set(dirs)) == 2 and all(d.startswith(str(tmp_path)) for d in dirs), dirs
+
+
+def test_a_dead_worker_is_replaced_once_and_thread_mode_fails_open(shop_repo):
+    # JediAnalyzer._broken replaced whichever pool was current (every ticket of a dead worker
+    # restarted it again) and raised AttributeError in thread mode (`cf.process` unimported).
+    f, code, line, col = _partial(shop_repo)
+    a = JediAnalyzer(shop_repo, deadline_s=30, workers="process", worker_fn=exit_worker)
+    t1 = a.ask(MembersQuery(Splice(code, line, col, f), "a", ("1",)))
+    t2 = a.ask(MembersQuery(Splice(code, line, col, f), "b", ("2",)))
+    r1, r2 = t1.result(60), t2.result(60)
+    assert r1.failed.startswith("error") and r2.failed.startswith("error")
+    assert a.restarts == 1
+    a.close()
+    a = JediAnalyzer(shop_repo, deadline_s=30, workers="thread", worker_fn=crash_worker)
+    r = _members(a, code, f, line, col, receiver="x", cache_key=("t",))
+    assert r.failed.startswith("error: RecursionError") and a.restarts == 0
+    a.close()
+
+
+LITERAL_SETATTR = '''class Literal:
+    def __init__(self):
+        setattr(self, "size", 1)
+        for name in ("alpha", "beta"):
+            setattr(self, name, None)
+class Unknown:
+    def __init__(self, names):
+        for name in names:
+            setattr(self, name, None)
+def f(a: Literal, u: Unknown):
+    RECV.
+'''
+
+
+@pytest.mark.parametrize("receiver,reason", [("a", None), ("u", "dynamic: Unknown sets attributes at run time")])
+def test_literal_setattr_names_are_members_and_only_unknowable_ones_fail_open(tmp_path, receiver, reason):
+    code = LITERAL_SETATTR.replace("RECV", receiver)
+    line = code.splitlines().index(f"    {receiver}.") + 1
+    names, _, note = complete_members(str(tmp_path), code, str(tmp_path / "lit.py"), line, 6)
+    assert note == reason
+    if receiver == "a":
+        assert {"size", "alpha", "beta"} <= names and "gamma" not in names
+
+
+def test_the_project_environment_is_the_repositorys_venv(tmp_path):
+    # --python / the repository's .venv: Jedi's project sees that interpreter's libraries
+    import subprocess
+    import sys
+    from groundcode.analysis.jedi_client import find_python
+    assert find_python(tmp_path) is None
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True)
+    site = next((tmp_path / ".venv").glob("lib/python*/site-packages"))
+    (site / "onlyinvenv.py").write_text("def venv_function():\n    pass\n")
+    assert find_python(tmp_path) == tmp_path / ".venv"
+    code = "import onlyinvenv\nonlyinvenv.\n"
+    with JediAnalyzer(tmp_path, deadline_s=30) as a:
+        r = _members(a, code, tmp_path / "m.py", 2, len("onlyinvenv."), receiver="onlyinvenv", cache_key=("v",),
+                     timeout=60)
+    assert "venv_function" in r.names, r
+    with JediAnalyzer(tmp_path, deadline_s=30, python=sys.executable) as a:
+        r = _members(a, code, tmp_path / "m.py", 2, len("onlyinvenv."), receiver="onlyinvenv", cache_key=("v",),
+                     timeout=60)
+    assert "venv_function" not in r.names

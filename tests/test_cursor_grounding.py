@@ -6,6 +6,7 @@ cursor's own text (which already ends in `self.`: the old splice asked about
 from __future__ import annotations
 
 import json
+import sys
 import shutil
 
 import pytest
@@ -91,3 +92,14 @@ def test_probe_on_the_header_line_goes_after_it_and_outside_a_function_is_none(t
     assert sp.code.splitlines()[sp.line - 2] == "    def f(self, x: int):"
     assert sp.code.splitlines()[sp.line - 1] == "        self."
     assert cursor_context(f, 6, 3, tmp_path).probe("os") is None
+
+
+def test_python_option_names_the_analyzers_environment(repo):
+    r = runner.invoke(app, ["complete", f"{repo}/shop/cart.py:11:13", "--repo", str(repo), "--model", "tiny",
+                            "--python", "/no/such/venv"])
+    assert r.exit_code != 0 and "--python: no such interpreter" in r.output
+    r = runner.invoke(app, ["complete", f"{repo}/shop/cart.py:11:13", "--repo", str(repo), "--model", "tiny",
+                            "--json", "-n", "4", "--python", sys.executable])
+    assert r.exit_code == 0, r.output
+    t = json.loads(r.stdout.strip().splitlines()[-1])["triggers"][0]
+    assert t["receiver"] == "self" and not t["failed_open"]

@@ -128,11 +128,11 @@ def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
     try:
         from .jedi_worker import source_text       # the overlay's buffer, else the disk
         text = code if Path(mp) == Path(path) else source_text(mp)
-        (l0, _), (l1, _) = d.get_definition_start_position(), d.get_definition_end_position()
+        (l0, _), (l1, c1) = d.get_definition_start_position(), d.get_definition_end_position()
     except Exception:
         return None, frozenset()
     lines = text.splitlines(keepends=True)
-    src = "".join(lines[l0 - 1: l1])
+    src = "".join(lines[l0 - 1: l1 - (c1 == 0)])      # an end at column 0 is the next line's start
     extra: frozenset = frozenset()
     if not mp.startswith(_STDLIB):
         if _DYNAMIC_TEXT.search(src):
