@@ -103,3 +103,47 @@ def test_python_option_names_the_analyzers_environment(repo):
     assert r.exit_code == 0, r.output
     t = json.loads(r.stdout.strip().splitlines()[-1])["triggers"][0]
     assert t["receiver"] == "self" and not t["failed_open"]
+
+
+class _Prefetches:
+    """Records the prefetch questions a monitor asks at reset (answers nothing)."""
+
+    def __init__(self):
+        self.asked = []
+
+    def ask(self, query):
+        from groundcode.analysis.base import Analysis, Answered
+        if query.prefetch:
+            self.asked.append(query)
+        return Answered(Analysis(query.receiver, frozenset(), 0.0, False, "empty"))
+
+    def prewarm(self, at):
+        pass
+
+    def deadline(self):
+        return 0.5
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("kind", ["cursor", "function"])
+def test_prewarm_asks_self_annotated_parameters_and_imported_names_as_body_statements(tmp_path, kind):
+    from groundcode.decoding.guides.base import RowView
+    from groundcode.decoding.guides.dereference import DereferenceMonitor
+    from groundcode.decoding.vocab import VocabIndex
+    f = tmp_path / "m.py"
+    f.write_text("import os\nfrom shop.registry import Registry\n\n\nclass A:\n"
+                 "    def f(self, reg: Registry, n):\n        \"\"\"Doc.\"\"\"\n        x = os.path\n"
+                 "        return self.size\n\n\nprint(os.sep)\n")
+    ctx = (cursor_context(f, 9, len("        return self."), tmp_path) if kind == "cursor"
+           else function_context(f, "A.f", tmp_path))
+    an = _Prefetches()
+    DereferenceMonitor(an).reset(RowView(0, ctx.continued(""), VocabIndex(["", "x"])))
+    asked = {q.receiver: q.at for q in an.asked}
+    # the cursor's own trigger (`self.`) was asked for real, not prefetched, in a cursor context
+    assert set(asked) == ({"reg", "os"} if kind == "cursor" else {"self", "reg", "os"})
+    for receiver, at in asked.items():
+        lines = at.code.splitlines()
+        assert lines[at.line - 1] == f"        {receiver}." and at.column == len(lines[at.line - 1])
+        assert lines[at.line - 2].strip() == ('"""Doc."""' if kind == "function" else "x = os.path")
