@@ -2,6 +2,7 @@
 fixture repositories (two shards) with ray.init(num_cpus=2); resuming; the sharded path without Ray
 (LocalExecutor); the executor's errors. Ray starts once for the module (seconds on 2 cores)."""
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -45,25 +46,29 @@ def local(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def ray_runs(local):
-    """The same run and score on Ray (2 CPUs, 2 workers): fresh, and resumed from a stopped run."""
+def ray_session():
+    """One in-process local Ray for the module (its start costs seconds); the executor uses it."""
     import ray      # the `ray` extra: scripts/test installs it
-    d, tasks = local
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        fresh = invoke("run", tasks, "--out", d / "ray.jsonl", *RUN, "--executor", "ray", "--workers", 2)
-        # a stopped run: the first two records written, a later one finished out of order (pending)
-        recs = list(read_jsonl(d / "local.jsonl"))
-        for r in recs[:2]:
-            append_jsonl(d / "resumed.jsonl", r)
-        append_jsonl(d / "resumed.jsonl.pending", recs[-1])
-        # one worker: both repositories on one actor, one Generator
-        resumed = invoke("run", tasks, "--out", d / "resumed.jsonl", *RUN, "--executor", "ray", "--workers", 1)
-        again = invoke("run", tasks, "--out", d / "ray.jsonl", *RUN, "--executor", "ray", "--workers", 2)
-        invoke("score", tasks, d / "local.jsonl", "--results", d / "ray_results.jsonl", "--summary",
-               d / "ray_summary.json", "--no-codebleu", "--executor", "ray", "--workers", 2)
-    finally:
-        ray.shutdown()
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_runs(local, ray_session):
+    """The same run and score on Ray (2 CPUs, 2 workers): fresh, and resumed from a stopped run."""
+    d, tasks = local
+    fresh = invoke("run", tasks, "--out", d / "ray.jsonl", *RUN, "--executor", "ray", "--workers", 2)
+    # a stopped run: the first two records written, a later one finished out of order (pending)
+    recs = list(read_jsonl(d / "local.jsonl"))
+    for r in recs[:2]:
+        append_jsonl(d / "resumed.jsonl", r)
+    append_jsonl(d / "resumed.jsonl.pending", recs[-1])
+    # one worker: both repositories on one actor, one Generator
+    resumed = invoke("run", tasks, "--out", d / "resumed.jsonl", *RUN, "--executor", "ray", "--workers", 1)
+    again = invoke("run", tasks, "--out", d / "ray.jsonl", *RUN, "--executor", "ray", "--workers", 2)
+    invoke("score", tasks, d / "local.jsonl", "--results", d / "ray_results.jsonl", "--summary",
+           d / "ray_summary.json", "--no-codebleu", "--executor", "ray", "--workers", 2)
     return {"fresh": fresh, "resumed": resumed, "again": again}
 
 
@@ -90,6 +95,48 @@ def test_ray_score_gives_the_local_results(local, ray_runs):
     a, b = (json.loads((d / f"{n}_summary.json").read_text()) for n in ("local", "ray"))
     assert {c: v["kinds"] for c, v in a.items()} == {c: v["kinds"] for c, v in b.items()}
     assert b["greedy"]["scoring"]["lint_jobs"] == a["greedy"]["scoring"]["lint_jobs"] > 0
+
+
+def test_ray_augment_corpus_and_index_give_the_local_output(ray_session, tmp_path):
+    """augment (one repository per shard), corpus build (one package per shard), index api (one service or
+    package per shard) and index snippets on Ray write what the local paths write."""
+    from groundcode.cli import app as main_app
+    from groundcode.training.augment import AugmentConfig, augment
+
+    def cli(*args):
+        res = CliRunner().invoke(main_app, [str(a) for a in args])
+        assert res.exit_code == 0, res.output + repr(res.exception)
+        return res.output
+
+    repos = [FIXTURES / "updates", FIXTURES / "shop", FIXTURES / "bench_repo"]
+    # the local path's records (its worker function in this process: no process pool start here)
+    s = augment(AugmentConfig(sources=[str(r) for r in repos], out=str(tmp_path / "aug.jsonl")), progress=False,
+                executor=LocalExecutor())
+    cli("augment", *repos, "--out", tmp_path / "aug_ray.jsonl", "--executor", "ray", "--no-progress")
+    lines = sorted((tmp_path / "aug.jsonl").read_text().splitlines())
+    assert len(lines) == s["functions"] > 2
+    assert sorted((tmp_path / "aug_ray.jsonl").read_text().splitlines()) == lines
+    assert sorted(Path(str(tmp_path / "aug.jsonl") + ".files").read_text().splitlines()) == \
+        sorted(Path(str(tmp_path / "aug_ray.jsonl") + ".files").read_text().splitlines())
+    again = cli("augment", *repos, "--out", tmp_path / "aug_ray.jsonl", "--executor", "ray", "--no-progress")
+    assert again.startswith("0 functions")                                    # resumed: nothing left
+
+    for ex in ("local", "ray"):
+        cli("corpus", "build", "--out", tmp_path / f"c_{ex}", "--root", FIXTURES / "bench_repo", "--root",
+            FIXTURES / "shop", "--license", "MIT", "--workers", 1, "--executor", ex)
+        cli("index", "api", "--services", "sqs", "--package", "packaging", "-o", tmp_path / f"api_{ex}",
+            "--executor", ex)
+        cli("index", "snippets", "--no-libraries", "--package", "numpy", "--no-dense", "-o", tmp_path / f"sn_{ex}",
+            "--executor", ex)
+    shards = sorted(p.name for p in (tmp_path / "c_local").glob("shard-*"))
+    assert shards and all((tmp_path / "c_local" / n).read_bytes() == (tmp_path / "c_ray" / n).read_bytes()
+                          for n in shards)
+    rows = [list(sqlite3.connect(tmp_path / f"api_{ex}" / "api.sqlite").execute("SELECT * FROM entries ORDER BY rowid"))
+            for ex in ("local", "ray")]
+    assert rows[0] == rows[1]
+    assert {r[4].split(".")[0] for r in rows[0]} == {"sqs", "packaging"}      # namespaces of both sources
+    for name in ("snippets.jsonl", "summaries.json"):
+        assert (tmp_path / "sn_local" / name).read_bytes() == (tmp_path / "sn_ray" / name).read_bytes()
 
 
 def test_sharded_path_without_ray(local, tmp_path):

@@ -36,6 +36,16 @@ def shard_by(items: Iterable, key: Callable) -> list[list]:
     return list(shards.values())
 
 
+def in_order(results: Iterable[tuple[int, object]]) -> Iterator[object]:
+    """Results of executor.map in shard order, each as soon as every shard before it is in."""
+    held, nxt = {}, 0
+    for i, r in results:
+        held[i] = r
+        while nxt in held:
+            yield held.pop(nxt)
+            nxt += 1
+
+
 class LocalExecutor:
     """Shards one after another in this process, with one worker (the sharded path without Ray)."""
 
