@@ -131,15 +131,14 @@ class RayExecutor:
                 ray.kill(a)
 
     def _get(self, ref):
-        """The shard's result; a worker's GroundcodeError comes back as one line."""
+        """The shard's result; a worker's GroundcodeError comes back as one line (any other error as
+        Ray raises it, with the worker's traceback: a bug, not a user error)."""
         try:
             return self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as e:
-            cause = getattr(e, "cause", None)
-            if isinstance(cause, GroundcodeError):
-                raise GroundcodeError(str(cause)) from None
-            raise GroundcodeError(f"a Ray worker failed: {type(cause or e).__name__}: "
-                                  f"{str(cause or e).strip().splitlines()[-1] if str(cause or e).strip() else ''}") from e
+            if isinstance(getattr(e, "cause", None), GroundcodeError):
+                raise GroundcodeError(str(e.cause)) from None
+            raise
         except self.ray.exceptions.RayActorError as e:
             raise GroundcodeError(f"a Ray worker died (out of memory?): {str(e).strip().splitlines()[0]}") from e
 
