@@ -56,20 +56,13 @@ def ray_session():
 
 @pytest.fixture(scope="module")
 def ray_runs(local, ray_session):
-    """The same run and score on Ray (2 CPUs, 2 workers): fresh, and resumed from a stopped run."""
+    """The same run and score on Ray (2 CPUs, 2 workers), and a rerun with nothing left to do."""
     d, tasks = local
     fresh = invoke("run", tasks, "--out", d / "ray.jsonl", *RUN, "--executor", "ray", "--workers", 2)
-    # a stopped run: the first two records written, a later one finished out of order (pending)
-    recs = list(read_jsonl(d / "local.jsonl"))
-    for r in recs[:2]:
-        append_jsonl(d / "resumed.jsonl", r)
-    append_jsonl(d / "resumed.jsonl.pending", recs[-1])
-    # one worker: both repositories on one actor, one Generator
-    resumed = invoke("run", tasks, "--out", d / "resumed.jsonl", *RUN, "--executor", "ray", "--workers", 1)
     again = invoke("run", tasks, "--out", d / "ray.jsonl", *RUN, "--executor", "ray", "--workers", 2)
     invoke("score", tasks, d / "local.jsonl", "--results", d / "ray_results.jsonl", "--summary",
            d / "ray_summary.json", "--no-codebleu", "--executor", "ray", "--workers", 2)
-    return {"fresh": fresh, "resumed": resumed, "again": again}
+    return {"fresh": fresh, "again": again}
 
 
 def test_ray_run_gives_the_local_samples(local, ray_runs):
@@ -80,11 +73,7 @@ def test_ray_run_gives_the_local_samples(local, ray_runs):
     # record for record, in the local order
     assert [same(r) for r in read_jsonl(d / "ray.jsonl")] == loc
     assert f"{len(loc)} tasks generated" in ray_runs["fresh"]
-    # resumed: only the 6 missing tasks ran; the pending record was kept, not generated again
-    assert f"{len(loc) - 3} tasks generated" in ray_runs["resumed"]
-    resumed = [same(r) for r in read_jsonl(d / "resumed.jsonl")]
-    assert sorted(resumed, key=lambda r: r["task_id"]) == sorted(loc, key=lambda r: r["task_id"])
-    assert not (d / "resumed.jsonl.pending").exists()
+    assert not (d / "ray.jsonl.pending").exists()
     assert "0 tasks generated" in ray_runs["again"]
     assert len(list(read_jsonl(d / "ray.jsonl"))) == len(loc)
 
@@ -153,6 +142,19 @@ def test_sharded_path_without_ray(local, tmp_path):
     assert [r["task_id"] for r in got] == [t["task_id"] for t in picked]
     assert [r["samples"][0]["completion"] for r in got] == [t["reference"] for t in picked]
 
+    # a stopped run: the first two records written, a later one finished out of order (pending); the
+    # rerun generates only the missing tasks, with one Generator for both repositories
+    loc = list(read_jsonl(d / "local.jsonl"))
+    out = tmp_path / "resumed.jsonl"
+    for r in loc[:2]:
+        append_jsonl(out, r)
+    append_jsonl(Path(str(out) + ".pending"), loc[-1])
+    run = harness.RunConfig(name="greedy", model="tiny", max_new_tokens=16)
+    assert sharded.run_sharded(list(read_jsonl(tasks)), out, run, LocalExecutor()) == len(loc) - 3
+    assert not Path(str(out) + ".pending").exists()
+    key = lambda r: r["task_id"]  # noqa: E731
+    assert sorted(map(same, read_jsonl(out)), key=key) == sorted(map(same, loc), key=key)
+
     rows = list(read_jsonl(d / "local_results.jsonl"))
     recs = list(read_jsonl(d / "local.jsonl"))
     stale = rows[0] | {"metrics": {"bleu4": [-1.0]}}          # pending row of a stopped run: reused as is
@@ -171,6 +173,12 @@ def test_executor_choice_and_errors(monkeypatch, tmp_path):
         make_executor("dask")
     with pytest.raises(GroundcodeError, match="needs --executor ray"):
         make_executor("local", address="ray://head:10001")
+    import socket
+    with socket.socket() as free:                           # a port nobody listens on: fails in seconds
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(GroundcodeError, match="cannot reach Ray at 127.0.0.1"):
+        make_executor("ray", address=f"127.0.0.1:{port}")
     monkeypatch.setitem(sys.modules, "ray", None)          # as if ray were not installed
     with pytest.raises(GroundcodeError, match=r"pip install 'groundcode\[ray\]'"):
         make_executor("ray")

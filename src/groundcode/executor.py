@@ -78,6 +78,21 @@ class _Host:
         getattr(self.worker, "close", lambda: None)()
 
 
+def _reachable(address: str | None, timeout_s: float = 5.0) -> None:
+    """Fail in seconds on a HOST:PORT (or ray://HOST:PORT) nobody listens on: Ray itself retries for
+    minutes. "auto" and None are left to Ray."""
+    import socket
+    if not address or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise GroundcodeError(f"--ray-address {address!r}: use HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise GroundcodeError(f"cannot reach Ray at {address}: {e.strerror or e}") from None
+
+
 def _ray():
     try:
         import ray
@@ -96,6 +111,7 @@ class RayExecutor:
     def __init__(self, address: str | None = None, workers: int = 2):
         if workers < 1:
             raise GroundcodeError(f"--workers must be >= 1 (got {workers})")
+        _reachable(address)
         ray = self.ray = _ray()
         self.workers = workers
         self._owned = False
