@@ -1,6 +1,8 @@
 """--executor ray gives the local path's records: bench run (greedy, tiny model) and bench score on two
-fixture repositories (two shards) with ray.init(num_cpus=2); resuming; the sharded path without Ray
-(LocalExecutor); the executor's errors. Ray starts once for the module (seconds on 2 cores)."""
+fixture repositories (two shards) with ray.init(num_cpus=2), and augment, corpus build, index api and
+index snippets; a rerun skips what is done. The sharded path without Ray (LocalExecutor): the task
+order, resuming a stopped run from `<out>.pending`, reusing pending score rows. The executor's errors.
+Ray starts once for the module (seconds on 2 cores)."""
 import json
 import sqlite3
 import sys
