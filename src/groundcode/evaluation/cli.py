@@ -48,6 +48,16 @@ def _progress():
                     TimeElapsedColumn(), TimeRemainingColumn())
 
 
+EXECUTOR_HELP = "local | ray: shard the work by repository onto Ray actors (pip install 'groundcode[ray]')."
+RAY_ADDRESS_HELP = "Ray cluster address for --executor ray (default: start a local Ray on this machine)."
+
+
+def _executor(kind: str, address: Optional[str], workers: int):
+    """None for --executor local (the command's own path), else the Ray executor (groundcode/executor.py)."""
+    from ..executor import make_executor
+    return make_executor(kind, address, workers)
+
+
 def _fail(e: Exception):
     typer.echo(f"error: {e}", err=True)
     raise typer.Exit(1)
@@ -163,10 +173,14 @@ def run(
     max_prompt_tokens: int = typer.Option(0, help="Cap prompts below the model's window (0: the window)."),
     declarations: bool = typer.Option(False, "--declarations/--no-declarations",
                                       help="Prepend the IDE's declarations at the cursor (enclosing class, repository classes it uses)."),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP),
+    ray_address: Optional[str] = typer.Option(None, help=RAY_ADDRESS_HELP),
+    workers: int = typer.Option(2, help="Ray actors, one model + analyzer each (with --executor ray)."),
 ):
     """Generate samples for tasks with one configuration (resumable)."""
     from . import harness
     from ..jsonl import read_jsonl
+    ex = None
     try:
         all_tasks = list(read_jsonl(tasks))
         kind_t = tuple(k.strip() for k in kinds.split(",")) if kinds else None
@@ -182,12 +196,23 @@ def run(
                                 tool_threshold=tool_threshold, tool_entropy=tool_entropy,
                                 declarations=declarations)
         harness.parse_schedule(schedule)
+        ex = _executor(executor, ray_address, workers)
+        if ex is not None:
+            from .sharded import recover_samples
+            recover_samples(out)
         todo = len(picked) - len(harness.done_task_ids(out, config) & {t["task_id"] for t in picked})
         with _progress() as bar:
             tid = bar.add_task(f"{config}", total=todo)
-            n = harness.run(picked, out, cfg, oracle=oracle, progress=lambda k: bar.advance(tid, k))
+            if ex is None:
+                n = harness.run(picked, out, cfg, oracle=oracle, progress=lambda k: bar.advance(tid, k))
+            else:
+                from .sharded import run_sharded
+                n = run_sharded(picked, out, cfg, ex, oracle=oracle, progress=lambda k: bar.advance(tid, k))
     except GroundcodeError as e:
         _fail(e)
+    finally:
+        if ex is not None:
+            ex.close()
     typer.echo(f"{n} tasks generated ({len(picked) - n} already in {out})")
 
 
@@ -197,16 +222,31 @@ def score(
     samples: Path = typer.Argument(..., help="Samples JSONL from `bench run` (any number of configs)."),
     results: Path = typer.Option(..., "--results", help="Per-task results JSONL to write."),
     summary: Path = typer.Option(..., "--summary", help="Summary JSON to write (one object per config)."),
-    workers: int = typer.Option(2, help="Parallel pylint workers."),
+    workers: int = typer.Option(2, help="Parallel pylint workers; with --executor ray: Ray actors (one pylint each)."),
     codebleu: bool = typer.Option(True, "--codebleu/--no-codebleu"),
     depcov: bool = typer.Option(True, "--depcov/--no-depcov", help="Dependency coverage (runs the analyzer)."),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP),
+    ray_address: Optional[str] = typer.Option(None, help=RAY_ADDRESS_HELP),
 ):
     """Score samples: similarity, match, dependency coverage and lint success metrics."""
     from .scoring import score_files
+    ex = None
     try:
-        s = score_files(tasks, samples, results, summary, workers=workers, codebleu=codebleu, depcov=depcov)
+        ex = _executor(executor, ray_address, workers)
+        if ex is None:
+            s = score_files(tasks, samples, results, summary, workers=workers, codebleu=codebleu, depcov=depcov)
+        else:
+            from ..jsonl import read_jsonl
+            from .sharded import score_sharded
+            with _progress() as bar:
+                tid = bar.add_task("score", total=sum(1 for _ in read_jsonl(samples)))
+                s = score_sharded(tasks, samples, results, summary, ex, codebleu=codebleu, depcov=depcov,
+                                  progress=lambda k: bar.advance(tid, k))
     except GroundcodeError as e:
         _fail(e)
+    finally:
+        if ex is not None:
+            ex.close()
     for name, c in s.items():
         for kind, d in c["kinds"].items():
             m = d["metrics"]

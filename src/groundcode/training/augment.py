@@ -27,7 +27,9 @@ Output: JSONL, one record per function (task_id, repo, path, scope, docstring, s
 original, augmented, body_offset, positions, identifiers), appended as each file finishes;
 `<out>.files` lists finished files so a rerun resumes where it stopped; statistics go to
 `<out>.stats.json` (functions, <COMP> per function, hit rate, seconds, functions/s, load).
-Files are processed by a pool of worker processes (one Jedi each), with a rich progress bar.
+Files are processed by a pool of worker processes (one Jedi each), with a rich progress bar; with an
+executor (`--executor ray`), a repository's files at a time on its workers (groundcode/executor.py;
+the records and `.files` marks are the same, written as each repository finishes).
 Not here: downloads (evaluation/sources.py), Jedi (analysis/jedi_oracle.py), training (finetune.py).
 Test: tests/test_augment.py (Figure 4 on a fixture class; resume).
 """
@@ -242,8 +244,34 @@ def _done_files(out: Path) -> set[str]:
     return {ln.rstrip("\n") for ln in marker.read_text(encoding="utf-8").splitlines() if ln.strip()}
 
 
-def augment(cfg: AugmentConfig, progress: bool = True) -> dict:
-    """Augment every source; returns the statistics (also written to <out>.stats.json)."""
+class AugmentWorker:
+    """The files of one repository at a time (a shard of `--executor ray`; Jedi's caches stay warm)."""
+
+    def __init__(self, opts: dict):
+        self.opts = opts
+
+    def __call__(self, shard: list[tuple]) -> list[tuple[str, list[dict], dict]]:
+        return [(key, *augment_file(root, name, rel, self.opts)) for root, name, rel, key in shard]
+
+
+def _pooled(work: list[tuple], opts: dict, workers: int):
+    """(key, records, counts) per file as files finish, from local worker processes."""
+    with cf.ProcessPoolExecutor(max_workers=max(1, workers), mp_context=mp.get_context("spawn")) as pool:
+        futs = {pool.submit(augment_file, root, name, rel, opts): key for root, name, rel, key in work}
+        for fut in cf.as_completed(futs):
+            yield (futs[fut], *fut.result())
+
+
+def _sharded(work: list[tuple], opts: dict, executor):
+    """(key, records, counts) per file, a repository's files at a time, from the executor's workers."""
+    from ..executor import shard_by
+    for _, files in executor.map(AugmentWorker, {"opts": opts}, shard_by(work, lambda w: w[1])):
+        yield from files
+
+
+def augment(cfg: AugmentConfig, progress: bool = True, executor=None) -> dict:
+    """Augment every source; returns the statistics (also written to <out>.stats.json).
+    `executor` (groundcode/executor.py): repositories sharded onto its workers instead of local processes."""
     from ..evaluation import sources as src_mod
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -270,27 +298,24 @@ def augment(cfg: AugmentConfig, progress: bool = True) -> dict:
     sink = open(out, "a", encoding="utf-8")
     bar = _bar(progress, len(work))
     try:
-        with cf.ProcessPoolExecutor(max_workers=max(1, cfg.workers),
-                                    mp_context=mp.get_context("spawn")) as pool:
-            futs = {pool.submit(augment_file, root, name, rel, opts): key for root, name, rel, key in work}
-            for fut in cf.as_completed(futs):
-                records, counts = fut.result()
-                for rec in records:
-                    sink.write(json.dumps(rec) + "\n")
-                sink.flush()
-                marker.write(futs[fut] + "\n")
-                marker.flush()
-                stats.files += 1
-                stats.functions += counts["functions"]
-                stats.functions_filtered += counts["filtered"]
-                stats.identifiers += counts["identifiers"]
-                stats.marked += counts["marked"]
-                repo = futs[fut].split("\t", 1)[0]
-                rs = stats.repos[repo]
-                for k in ("functions", "marked", "identifiers"):
-                    rs[k] += counts[k]
-                if bar:
-                    bar.update(stats.functions)
+        done_files = _pooled(work, opts, cfg.workers) if executor is None else _sharded(work, opts, executor)
+        for key, records, counts in done_files:
+            for rec in records:
+                sink.write(json.dumps(rec) + "\n")
+            sink.flush()
+            marker.write(key + "\n")
+            marker.flush()
+            stats.files += 1
+            stats.functions += counts["functions"]
+            stats.functions_filtered += counts["filtered"]
+            stats.identifiers += counts["identifiers"]
+            stats.marked += counts["marked"]
+            repo = key.split("\t", 1)[0]
+            rs = stats.repos[repo]
+            for k in ("functions", "marked", "identifiers"):
+                rs[k] += counts[k]
+            if bar:
+                bar.update(stats.functions)
     finally:
         sink.close()
         marker.close()
@@ -298,6 +323,7 @@ def augment(cfg: AugmentConfig, progress: bool = True) -> dict:
             bar.close()
     stats.seconds = round(time.perf_counter() - t0, 2)
     summary = stats.summary() | {"workers": cfg.workers, "exact": cfg.exact,
+                                 "executor": "local" if executor is None else f"ray x{executor.workers}",
                                  "loadavg": [round(x, 2) for x in os.getloadavg()],
                                  "cpus": os.cpu_count(), "config": asdict(cfg)}
     Path(str(out) + ".stats.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -47,6 +47,16 @@ def _one_line_errors():
         raise typer.Exit(2)
 
 
+EXECUTOR_HELP = "local | ray: shard the work by repository onto Ray actors (pip install 'groundcode[ray]')"
+RAY_ADDRESS_HELP = "Ray cluster address for --executor ray (default: start a local Ray on this machine)"
+
+
+def make_executor(kind: str, address: Optional[str], workers: int):
+    """None for --executor local (the command's own worker processes), else the Ray executor."""
+    from ..executor import make_executor as make
+    return make(kind, address, workers)
+
+
 def _fail(exc: GroundcodeError):
     typer.echo(f"error: {exc}", err=True)
     raise typer.Exit(2)
@@ -59,16 +69,24 @@ def corpus_build(
     license: Optional[str] = typer.Option(None, "--license", help="license of files no distribution claims (your own code)"),
     exclude: Optional[List[str]] = typer.Option(None, "--exclude", help="more distributions to leave out"),
     decontaminate: Optional[List[Path]] = typer.Option(None, "--decontaminate", help="benchmark task JSONL(.gz); repeat"),
-    workers: int = typer.Option(2, help="processes that read and check files"),
+    workers: int = typer.Option(2, help="processes that read and check files (--executor ray: Ray actors)"),
     max_bytes: int = typer.Option(300_000, help="drop bigger files"),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP.replace("repository", "package")),
+    ray_address: Optional[str] = typer.Option(None, help=RAY_ADDRESS_HELP),
 ):
     """Collect permissively licensed Python files with provenance; dedup, filter, decontaminate."""
     from .corpus import CorpusConfig, build_corpus
     cfg = CorpusConfig(out_dir=str(out), roots=[str(r) for r in root or []], default_license=license,
                        exclude=list(exclude or []), decontaminate=[str(d) for d in decontaminate or []],
                        workers=workers, max_bytes=max_bytes)
+    ex = None
     with _one_line_errors():
-        m = build_corpus(cfg)
+        try:
+            ex = make_executor(executor, ray_address, workers)
+            m = build_corpus(cfg, executor=ex)
+        finally:
+            if ex is not None:
+                ex.close()
     typer.echo(f"{m['files']} files, {m['chars']:,} chars from {len(m['packages'])} packages "
                f"({m['files_seen']} seen; dropped: {json.dumps(m['dropped'])}) -> {out}")
 
@@ -135,7 +153,7 @@ def card_cmd(
 def augment_cmd(
     sources: List[str] = typer.Argument(..., help="directories or pypi:NAME==VERSION (downloaded, never installed)"),
     out: Path = typer.Option(..., "--out", "-o", help="JSONL of augmented functions (appended; reruns resume)"),
-    workers: int = typer.Option(2, help="processes, one Jedi each"),
+    workers: int = typer.Option(2, help="processes, one Jedi each (--executor ray: Ray actors)"),
     min_doc_words: int = typer.Option(3, help="words in the docstring's first paragraph"),
     max_body_lines: int = typer.Option(30, help="skip functions whose body (after the docstring) is longer"),
     max_file_bytes: int = typer.Option(300_000, help="skip bigger files"),
@@ -143,6 +161,8 @@ def augment_cmd(
     exact: bool = typer.Option(False, help="a full Jedi completion per identifier on the truncated file (slow)"),
     dynamic_inference: bool = typer.Option(False, help="Jedi's call-site search for parameter types (slower)"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP),
+    ray_address: Optional[str] = typer.Option(None, help=RAY_ADDRESS_HELP),
 ):
     """Mark with <COMP> the identifiers Jedi would have offered (ToolGen, Algorithm 1)."""
     from .augment import AugmentConfig, augment
@@ -150,10 +170,15 @@ def augment_cmd(
                         max_body_lines=max_body_lines, max_file_bytes=max_file_bytes,
                         max_files_per_repo=max_files_per_repo, exact=exact,
                         dynamic_inference=dynamic_inference)
+    ex = None
     try:
-        s = augment(cfg, progress=progress)
+        ex = make_executor(executor, ray_address, workers)
+        s = augment(cfg, progress=progress, executor=ex)
     except GroundcodeError as exc:
         _fail(exc)
+    finally:
+        if ex is not None:
+            ex.close()
     typer.echo(f"{s['functions']} functions ({s['files']} files, {s['files_skipped_resume']} already done), "
                f"{s['marked']} <COMP> = {s['comp_per_function']}/function, hit rate {s['hit_rate']}, "
                f"{s['seconds']}s = {s['functions_per_s']} functions/s (load {s['loadavg'][0]}) -> {out}")

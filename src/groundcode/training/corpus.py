@@ -10,7 +10,8 @@ the stdlib is "python" under the PSF license). Files are kept only when the lice
 not an exact duplicate (sha256 of the bytes) and none of its functions is a benchmark task function
 (training/decontam.py). Output: shard-NNNNN.jsonl.gz records {id, package, version, license, path,
 sha256, chars, text} and manifest.json (config, per-package counts, drop reasons, totals; `tokens` is
-filled in by training/tokenizer.py). Files are read and checked in worker processes; the parent
+filled in by training/tokenizer.py). Files are read and checked in worker processes (or, with an
+executor, `--executor ray`, one package's files at a time on its workers); the parent
 deduplicates in a fixed (sorted) order, so the output is deterministic for a given set of roots.
 Not here: tokenizing (training/tokenizer.py), batching (training/pretrain.py).
 Test: tests/test_training_corpus.py.
@@ -197,8 +198,9 @@ class _ShardWriter:
             self.fh = None
 
 
-def build_corpus(cfg: CorpusConfig) -> dict:
-    """Build the shards and manifest under cfg.out_dir; returns the manifest."""
+def build_corpus(cfg: CorpusConfig, executor=None) -> dict:
+    """Build the shards and manifest under cfg.out_dir; returns the manifest. `executor`
+    (groundcode/executor.py): the file checks sharded by package onto its workers (same output)."""
     roots = cfg.roots or default_roots()
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -229,7 +231,8 @@ def build_corpus(cfg: CorpusConfig) -> dict:
 
     writer = _ShardWriter(out, cfg.shard_records)
     seen: set[str] = set()
-    results = _run_checks(cfg, task_hashes, todo)
+    results = _run_checks(cfg, task_hashes, todo) if executor is None else \
+        _sharded_checks(cfg, task_hashes, todo, [files[i][2].package for i, _ in todo], executor)
     for i, (reason, payload) in results:
         path, shown, owner = files[i]
         if reason == "ok" and payload[0] in seen:
@@ -289,6 +292,40 @@ def _run_checks(cfg: CorpusConfig, task_hashes: set[str], todo: list):
             for item in todo:
                 progress and progress.advance(task)
                 yield _check(item)
+    finally:
+        if progress:
+            progress.stop()
+
+
+class CheckWorker:
+    """check_file over one package's files at a time (a shard of `--executor ray`)."""
+
+    def __init__(self, cfg: CorpusConfig, task_hashes: set[str]):
+        _init_worker(cfg, task_hashes)
+
+    def __call__(self, shard: list[tuple[int, tuple]]) -> list[tuple[int, tuple]]:
+        return [(pos, _check(item)) for pos, item in shard]
+
+
+def _sharded_checks(cfg: CorpusConfig, task_hashes: set[str], todo: list, packages: list[str], executor):
+    """_run_checks' output (input order) from the executor's workers, sharded by package: results that
+    finish early wait until those before them are in (dedup keeps the sorted order)."""
+    from ..executor import shard_by
+    shards = shard_by(list(enumerate(todo)), lambda pt: packages[pt[0]])
+    progress = None
+    if cfg.progress:
+        from rich.progress import Progress
+        progress = Progress(transient=True)
+        task = progress.add_task("corpus", total=len(todo))
+        progress.start()
+    held, nxt = {}, 0
+    try:
+        for i, got in executor.map(CheckWorker, {"cfg": cfg, "task_hashes": task_hashes}, shards):
+            held.update(got)
+            progress and progress.advance(task, len(got))
+            while nxt in held:
+                yield held.pop(nxt)
+                nxt += 1
     finally:
         if progress:
             progress.stop()
