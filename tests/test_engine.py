@@ -61,6 +61,12 @@ class _RollbackOnce(Guide):
             return self.to
         return None
 
+    def final_upto(self, row):
+        """Text from token `to` on may still be cut (until the rollback happened)."""
+        if self.done or len(row.ends) < self.to:
+            return len(row.text)
+        return row.ends[self.to - 1] if self.to else 0
+
     def mask(self, row):
         if self.banned is not None and len(row.tokens) == self.to:
             ids = np.arange(row.vocab.size, dtype=np.int64)
@@ -212,8 +218,10 @@ def test_rows_with_the_same_prompt_share_one_prefill(tiny_lm):
     run = eng.stream(specs, s)
     list(run)
     assert run.prefilled_rows == 2
-    assert counting.batches[0] == (2, len(p))            # one forward over the two prompts
-    assert all(b[0] == 4 for b in counting.batches[1:])  # then every row steps
+    # each distinct prompt is prefilled once, alone (so its KV can be stored for prefix reuse);
+    # then the four rows step together (fewer once rows end: they leave the batch at once)
+    assert counting.batches[:2] == [(1, len(p)), (1, len(q))]
+    assert counting.batches[2][0] == 4 and all(b[0] <= 4 for b in counting.batches[2:])
     alone = [eng.generate([sp], s)[0].tokens for sp in specs]
     assert [o.tokens for o in run.outputs] == alone
 
@@ -241,8 +249,13 @@ def test_generator_n_samples_share_one_prefill_per_context(tiny_lm, shop_repo):
     ctxs = [function_context(shop_repo / "shop" / "cart.py", q, shop_repo) for q in ("Cart.last", "Cart.add")]
     outs = gen.run(ctxs, SamplingConfig(temperature=0.8, top_p=0.95, max_new_tokens=6), n=3)
     assert [len(o) for o in outs] == [3, 3]
-    assert counting.batches[0][0] == 2            # two prompts prefilled once for six rows
-    assert all(b[0] == 6 for b in counting.batches[1:])
+    gen.close()
+    prefills = [b for b in counting.batches if b[0] == 1]           # decode steps have >= 3 rows
+    assert len(prefills) == 2                                        # two prompts, once each
+    assert prefills[0][1] == outs[0][0].prompt_tokens               # the first one whole; the
+    assert prefills[1][1] + outs[1][0].tokens_cached == outs[1][0].prompt_tokens   # second
+    assert outs[1][0].tokens_cached > 0             # reuses the prefix it shares with the first
+    assert max(b[0] for b in counting.batches) == 6                   # six rows step together
     lead = "        "                             # healed: the body's indentation comes first
     assert all(g.completion.startswith(lead) or lead.startswith(g.completion) for o in outs for g in o)
 
@@ -287,7 +300,8 @@ def test_replay_keeps_its_tokens_but_guides_see_every_check(tiny_lm):
     eng = _engine(tiny_lm)
     prompt = _ids(tiny_lm, "class Registry:\n    def register(self, update):\n")
     ref = _ids(tiny_lm, "        self._registered_updates.append(update)\n")
+    from groundcode.decoding.replay import replay
     g = _Refuser()
-    out = eng.generate([RowSpec(prompt, guides=[g], replay=ref)], SamplingConfig(max_new_tokens=len(ref) + 1))[0]
+    out = replay(eng, RowSpec(prompt, guides=[g]), ref, SamplingConfig(max_new_tokens=len(ref) + 1))
     assert out.tokens == ref
     assert g.checked == list(enumerate(ref))
