@@ -305,3 +305,118 @@ def test_replay_keeps_its_tokens_but_guides_see_every_check(tiny_lm):
     out = replay(eng, RowSpec(prompt, guides=[g]), ref, SamplingConfig(max_new_tokens=len(ref) + 1))
     assert out.tokens == ref
     assert g.checked == list(enumerate(ref))
+
+
+# -- engine-owned checkpoints: regressions E1, E2, E3 ------------------------------------------
+
+from groundcode.decoding.guides.base import Rollback, TriggerRecord  # noqa: E402
+
+
+class _Trig(Guide):
+    """Records a trigger named `name` whenever the row reaches `at` tokens."""
+
+    def __init__(self, name, at):
+        self.name, self.at = name, at
+
+    def advance(self, row, token):
+        if len(row.tokens) in self.at:
+            row.triggers.append(TriggerRecord(receiver=f"{self.name}@{len(row.tokens)}", candidates=0))
+        return None
+
+
+class _Cut(Guide):
+    """Proposes, once, a cut to `to` at `at` tokens; counts tokens seen as checkpointed state."""
+
+    def __init__(self, at, to):
+        self.at, self.to = at, to
+
+    def reset(self, row):
+        self.done, self.seen, self.told = False, 0, []
+
+    def snapshot(self):
+        return (self.done, self.seen)
+
+    def restore(self, row, snap):
+        self.done, self.seen = snap
+
+    def advance(self, row, token):
+        self.seen += 1
+        if not self.done and len(row.tokens) == self.at:
+            return Rollback(self.to, "test")
+        return None
+
+    def rolled_back(self, row, proposal):
+        self.done = True
+        self.told.append(proposal.length)
+
+    def final_upto(self, row):
+        return len(row.text) if self.done or len(row.ends) < self.to else (row.ends[self.to - 1] if self.to else 0)
+
+
+def test_e1_triggers_after_a_cut_are_still_reported(tiny_lm):
+    # E1: the count of triggers seen was never lowered after a rollback shortened the list, so
+    # the triggers recorded on the redo were dropped from the events.
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "for item in items:\n    if item.")
+    events = []
+    out = eng.generate([RowSpec(prompt, guides=[_Trig("t", {4, 5}), _Cut(at=6, to=2)])],
+                       SamplingConfig(max_new_tokens=8), on_event=events.append)[0]
+    trig = [e.trigger.receiver for e in events if e.kind == TRIGGER]
+    assert trig == ["t@4", "t@5", "t@4", "t@5"]            # the redo's triggers come out too
+    assert [t.receiver for t in out.triggers] == ["t@4", "t@5"] and out.rollbacks == 1
+
+
+def test_e2_a_cut_drops_only_triggers_recorded_after_it(tiny_lm):
+    # E2: each guide truncated the shared trigger list with a count from its own history and
+    # deleted other guides' records; now the engine drops exactly those tagged after the cut.
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "for item in items:\n    if item.")
+    out = eng.generate([RowSpec(prompt, guides=[_Trig("a", {1, 3}), _Cut(at=5, to=2), _Trig("b", {2, 4})])],
+                       SamplingConfig(max_new_tokens=7))[0]
+    assert [t.receiver for t in out.triggers] == ["a@1", "b@2", "a@3", "b@4"]
+    assert out.rollbacks == 1
+
+
+def test_e3_the_shortest_cut_wins_and_only_its_proposer_is_told(tiny_lm):
+    # E3: guides changed state when they *asked* for a rollback and the engine applied only the
+    # first request. Now both propose, the shorter cut is taken, every guide is restored to its
+    # checkpoint there, and only the winner is told.
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "for item in items:\n    if item.")
+    longer, shorter = _Cut(at=6, to=4), _Cut(at=6, to=2)
+    events = []
+    out = eng.generate([RowSpec(prompt, guides=[longer, shorter])], SamplingConfig(max_new_tokens=8),
+                       on_event=events.append)[0]
+    cuts = [e.length for e in events if e.kind == ROLLBACK]
+    assert cuts[0] == 2 and shorter.told == [2]
+    # asking changed nothing: the loser, restored to its state at 2 tokens, asks again when the
+    # row is back at 6 tokens, and wins then
+    assert longer.told == [4] and cuts == [2, 4] and out.rollbacks == 2
+    # every guide's checkpointed state matches the row (restored on both cuts)
+    n = len([t for t in out.tokens if t not in eng.eos])
+    assert longer.seen == shorter.seen == n
+
+
+class _WideHead(torch.nn.Module):
+    """The tiny model with 24 extra output columns (a head padded past the tokenizer), which
+    would win every argmax."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.config = inner, inner.config
+
+    def forward(self, input_ids, **kw):
+        out = self.inner(input_ids=input_ids, **kw)
+        extra = torch.full(out.logits.shape[:-1] + (24,), 1e4)
+        out.logits = torch.cat([out.logits, extra], -1)
+        return out
+
+
+def test_a_head_wider_than_the_tokenizer_is_never_sampled(tiny_lm):
+    # Regression: IndexError (vocab.texts[tok]) when the head had more columns than tokens.
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    eng = Engine(_WideHead(tiny_lm.model), tiny_lm.tokenizer, vocab)
+    prompt = _ids(tiny_lm, "def f(x):\n    return x")
+    for s in (SamplingConfig(max_new_tokens=6), SamplingConfig(max_new_tokens=6, temperature=1.0, seed=3)):
+        out = eng.generate([RowSpec(prompt)], s)[0]
+        assert out.tokens and max(out.tokens) < vocab.size and out.finish_reason != "error"

@@ -173,11 +173,12 @@ class Session:
     """Owns the model through one scheduler thread (decoding/scheduler.py): continuous batching
     of up to `max_rows` rows, a prefix cache of `prefix_cache_bytes` (LRU)."""
 
-    def __init__(self, generator, max_rows: int | None = None, prefix_cache_bytes: int = 512 << 20):
+    def __init__(self, generator, max_rows: int | None = None, prefix_cache_bytes: int = 512 << 20,
+                 prefill_chunk: int = 256):
         from .decoding.scheduler import Scheduler
         self.generator = generator
         self._sched = Scheduler(generator, max_rows=max_rows or getattr(generator, "batch_rows", 16),
-                                prefix_cache_bytes=prefix_cache_bytes)
+                                prefix_cache_bytes=prefix_cache_bytes, prefill_chunk=prefill_chunk)
         shared = getattr(generator, "_shared", None)
         if shared is not None:          # the generator's own run()/stream() use this session too
             with shared["lock"]:

@@ -58,10 +58,12 @@ class _Job:
 
 
 class Scheduler:
-    def __init__(self, generator, max_rows: int = 16, prefix_cache_bytes: int = 512 << 20):
+    def __init__(self, generator, max_rows: int = 16, prefix_cache_bytes: int = 512 << 20,
+                 prefill_chunk: int = 256):
         self.gen = generator
         self.engine = generator.engine
         self.max_rows = max(1, int(max_rows))
+        self.prefill_chunk = max(1, int(prefill_chunk))
         self.prefix_cache = PrefixCache(prefix_cache_bytes)
         self.batch = Batch(self.engine)
         self._q: queue.Queue = queue.Queue()
@@ -227,7 +229,7 @@ class Scheduler:
                 r.job = job
                 job.rows.append(r)
             job.final_text, job.emitted, job.left = [""] * n, [""] * n, n
-            job.prefill = Prefill(self.engine, prompt.ids, self.prefix_cache)
+            job.prefill = Prefill(self.engine, prompt.ids, self.prefix_cache, self.prefill_chunk)
             return True
         except Exception as exc:
             self._error(job, exc)
@@ -266,6 +268,8 @@ class Scheduler:
             elif ev.kind == FINISHED:
                 o = ev.output
                 job.left -= 1
+                if job.t_first is None and o.tokens:
+                    job.t_first = time.perf_counter()
                 if o.finish_reason == "error":
                     if not job.failed:
                         job.failed = True
