@@ -136,6 +136,7 @@ def free_step_overhead(gen, contexts) -> dict:
 
 def replay(gen_plain, gen_mon, contexts) -> dict:
     from groundcode.config import SamplingConfig
+    from groundcode.decoding.replay import replay as replay_row
     tok = gen_plain.lm.tokenizer
     rows = []
     # warm the model once (both generators share it)
@@ -154,9 +155,8 @@ def replay(gen_plain, gen_mon, contexts) -> dict:
             order.reverse()
         for name, g in order:
             spec = g.specs([ctx], s)[0][0]
-            spec.replay = ref
             t0 = time.perf_counter()
-            out = g.engine.generate([spec], s)[0]
+            out = replay_row(g.engine, spec, ref, s)
             times[name] = time.perf_counter() - t0
             if name == "monitored":
                 triggers += len(out.triggers)

@@ -97,7 +97,6 @@ def make_probe(monitor, ref: list[int]):
     import numpy as np
 
     from groundcode.decoding.guides.base import Guide
-    from groundcode.decoding.guides.dereference import WAIT
     NARROW = "narrow"
 
     class Probe(Guide):
@@ -156,17 +155,24 @@ def make_probe(monitor, ref: list[int]):
         def advance(self, row, token):
             back = self.inner.advance(row, token)
             self._note()
-            if back is not None:
+            if back is not None:     # the replay declines it (Guide.declined): counted here
                 self._block(row, "rollback")
-                # The engine ignores rollbacks of forced rows: carry on as after a binding.
-                self.inner.state = WAIT
-                if hasattr(self.inner, "_redo"):
-                    self.inner._redo = None
-                    self.inner._mark(row)
             return back
 
-        def rewind(self, row, length):
-            self.inner.rewind(row, length)
+        def snapshot(self):
+            return self.inner.snapshot()
+
+        def restore(self, row, snap):
+            self.inner.restore(row, snap)
+
+        def rolled_back(self, row, proposal):
+            self.inner.rolled_back(row, proposal)
+
+        def declined(self, row, proposal):
+            self.inner.declined(row, proposal)
+
+        def final_upto(self, row):
+            return self.inner.final_upto(row)
 
         def stop(self, row):
             return self.inner.stop(row)
@@ -220,6 +226,7 @@ def cause_of(receiver: str, name: str, file_text: str, params: dict[str, bool]) 
 def audit(gen, tasks, deadline_s: float, examples: list) -> dict:
     from groundcode.config import SamplingConfig
     from groundcode.decoding.guides.dereference import DereferenceMonitor
+    from groundcode.decoding.replay import replay
     from groundcode.evaluation.harness import context_for
     from groundcode.pycode import ident_run
 
@@ -252,9 +259,7 @@ def audit(gen, tasks, deadline_s: float, examples: list) -> dict:
             mon = DereferenceMonitor(rec_an, gen.monitor.allow_bindings)
         probe = make_probe(mon, ref)
         spec.guides = [probe if isinstance(g, DereferenceMonitor) else g for g in spec.guides]
-        spec.replay = ref
-        s.max_new_tokens = len(ref) + 1
-        out = gen.engine.generate([spec], s)[0]
+        out = replay(gen.engine, spec, ref, s)
         ctx = row_ctx
         file_text = ctx.before + body + ctx.after
         params = _params(task["signature"])
@@ -349,6 +354,7 @@ def timing(lm, tasks) -> dict:
     """Plain vs monitored replay of the same reference bodies (default monitor configuration)."""
     from groundcode.api import Generator
     from groundcode.config import MonitorConfig, SamplingConfig
+    from groundcode.decoding.replay import replay
     from groundcode.evaluation.harness import context_for
     tok = lm.tokenizer
     with closing(Generator(lm, MonitorConfig(enabled=False))) as plain, \
@@ -366,9 +372,8 @@ def timing(lm, tasks) -> dict:
                 spec = g.specs([ctx], s)[0][0]
                 body = (ctx.before + ctx.reference)[len(spec.context.before):]
                 ref = tok(body, add_special_tokens=False)["input_ids"]
-                spec.replay, s.max_new_tokens = ref, len(ref) + 1
                 t0 = time.perf_counter()
-                out = g.engine.generate([spec], s)[0]
+                out = replay(g.engine, spec, ref, s)
                 t[name] += time.perf_counter() - t0
                 if name == "monitored":
                     triggers += len(out.triggers)

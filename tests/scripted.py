@@ -3,7 +3,8 @@ large bonus for the token that continues a scripted text.
 
 `ScriptedLM(lm, prompt_len_text, rules)`: `rules(generated_text) -> preferred continuation`
 (or None for no preference). The generated text is rebuilt from the columns the attention mask
-keeps, so engine rollbacks are seen exactly as the model would see them.
+keeps, so engine rollbacks are seen exactly as the model would see them. One request at a time
+(its prompt prefilled in chunks, then its n rows), as the tests that use it run.
 """
 from __future__ import annotations
 
@@ -30,7 +31,13 @@ class ScriptedLM(torch.nn.Module):
         if past_key_values is None:
             self._hist = input_ids.clone()
             self._prompt_cols = input_ids.shape[1]
+        elif input_ids.shape[1] > 1 and input_ids.shape[0] == 1 and \
+                int(position_ids[0, 0]) == self._hist.shape[1]:     # the next chunk of a prefill
+            self._hist = torch.cat([self._hist, input_ids], dim=1)
+            self._prompt_cols = self._hist.shape[1]
         else:
+            if self._hist.shape[0] != input_ids.shape[0]:           # n samples share the prompt
+                self._hist = self._hist.expand(input_ids.shape[0], -1)
             self._hist = torch.cat([self._hist, input_ids], dim=1)
         logits = out.logits.clone()
         for i in range(input_ids.shape[0]):

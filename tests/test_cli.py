@@ -148,13 +148,15 @@ def test_stop_after_one_line_and_streaming(repo, tiny_model_dir):
     assert "trigger(s)" in r.output
 
 
-def test_the_stream_view_follows_rollbacks():
+def test_the_stream_view_appends_final_text_only():
+    # The session streams only text that will not be taken back (a rollback happens before the
+    # text after the trigger is final), so the view only appends.
     from types import SimpleNamespace as E
 
     from groundcode.cli import _Stream
     s = _Stream(None)
-    for ev in (E(kind="token", text="self.fo"), E(kind="token", text="o("), E(kind="rollback", text="self."),
-               E(kind="token", text="size"), E(kind="trigger", text=None)):
+    for ev in (E(kind="text", text="self."), E(kind="trigger", text=""), E(kind="text", text="size"),
+               E(kind="done", text="")):
         s.on_event(ev)
     assert s.text == "self.size"
     s.finish("self.size\n")

@@ -10,7 +10,8 @@ import numpy as np
 from fake_analyzer import FakeBase
 from groundcode.analysis.base import Analysis
 from groundcode.api import CodeContext
-from groundcode.decoding.guides.base import RowView
+from groundcode.decoding.checkpoints import Checkpoints
+from groundcode.decoding.guides.base import RowView, as_rollback
 from groundcode.decoding.guides.dereference import FREE, NARROW, PENDING, WAIT, DereferenceMonitor
 from groundcode.decoding.vocab import VocabIndex
 
@@ -47,10 +48,21 @@ def _feed(mon, row, tok, sampled=True):
             return ("resample", set(row.vocab.texts[i] for i in redo))
     elif m is not None:
         assert tid in set(m.tolist()), f"{tok!r} not allowed under the mask"
-    row.tokens.append(tid)
-    row.text += tok
-    row.ends.append(len(row.text))
-    return ("rollback", mon.advance(row, tid))
+    ck = _ck(mon, row)
+    ck.accept(tid)
+    p = as_rollback(mon.advance(row, tid))
+    ck.mark()
+    if p is not None:              # the engine takes the cut and tells the monitor
+        ck.cut(p.length, [(mon, p)])
+    return ("rollback", None if p is None else p.length)
+
+
+def _ck(mon, row):
+    """The engine's checkpoints of this row (made on the first token, after reset)."""
+    ck = getattr(row, "_ck", None)
+    if ck is None:
+        ck = row._ck = Checkpoints(row, [mon])
+    return ck
 
 
 MEMBERS = {"self": ["_registered_updates", "size", "register"], "x": ["append", "add"]}

@@ -61,6 +61,12 @@ class _RollbackOnce(Guide):
             return self.to
         return None
 
+    def final_upto(self, row):
+        """Text from token `to` on may still be cut (until the rollback happened)."""
+        if self.done or len(row.ends) < self.to:
+            return len(row.text)
+        return row.ends[self.to - 1] if self.to else 0
+
     def mask(self, row):
         if self.banned is not None and len(row.tokens) == self.to:
             ids = np.arange(row.vocab.size, dtype=np.int64)
@@ -212,8 +218,10 @@ def test_rows_with_the_same_prompt_share_one_prefill(tiny_lm):
     run = eng.stream(specs, s)
     list(run)
     assert run.prefilled_rows == 2
-    assert counting.batches[0] == (2, len(p))            # one forward over the two prompts
-    assert all(b[0] == 4 for b in counting.batches[1:])  # then every row steps
+    # each distinct prompt is prefilled once, alone (so its KV can be stored for prefix reuse);
+    # then the four rows step together (fewer once rows end: they leave the batch at once)
+    assert counting.batches[:2] == [(1, len(p)), (1, len(q))]
+    assert counting.batches[2][0] == 4 and all(b[0] <= 4 for b in counting.batches[2:])
     alone = [eng.generate([sp], s)[0].tokens for sp in specs]
     assert [o.tokens for o in run.outputs] == alone
 
@@ -241,8 +249,13 @@ def test_generator_n_samples_share_one_prefill_per_context(tiny_lm, shop_repo):
     ctxs = [function_context(shop_repo / "shop" / "cart.py", q, shop_repo) for q in ("Cart.last", "Cart.add")]
     outs = gen.run(ctxs, SamplingConfig(temperature=0.8, top_p=0.95, max_new_tokens=6), n=3)
     assert [len(o) for o in outs] == [3, 3]
-    assert counting.batches[0][0] == 2            # two prompts prefilled once for six rows
-    assert all(b[0] == 6 for b in counting.batches[1:])
+    gen.close()
+    prefills = [b for b in counting.batches if b[0] == 1]           # decode steps have >= 3 rows
+    assert len(prefills) == 2                                        # two prompts, once each
+    assert prefills[0][1] == outs[0][0].prompt_tokens               # the first one whole; the
+    assert prefills[1][1] + outs[1][0].tokens_cached == outs[1][0].prompt_tokens   # second
+    assert outs[1][0].tokens_cached > 0             # reuses the prefix it shares with the first
+    assert max(b[0] for b in counting.batches) == 6                   # six rows step together
     lead = "        "                             # healed: the body's indentation comes first
     assert all(g.completion.startswith(lead) or lead.startswith(g.completion) for o in outs for g in o)
 
@@ -287,7 +300,123 @@ def test_replay_keeps_its_tokens_but_guides_see_every_check(tiny_lm):
     eng = _engine(tiny_lm)
     prompt = _ids(tiny_lm, "class Registry:\n    def register(self, update):\n")
     ref = _ids(tiny_lm, "        self._registered_updates.append(update)\n")
+    from groundcode.decoding.replay import replay
     g = _Refuser()
-    out = eng.generate([RowSpec(prompt, guides=[g], replay=ref)], SamplingConfig(max_new_tokens=len(ref) + 1))[0]
+    out = replay(eng, RowSpec(prompt, guides=[g]), ref, SamplingConfig(max_new_tokens=len(ref) + 1))
     assert out.tokens == ref
     assert g.checked == list(enumerate(ref))
+
+
+# -- engine-owned checkpoints: regressions E1, E2, E3 ------------------------------------------
+
+from groundcode.decoding.guides.base import Rollback, TriggerRecord  # noqa: E402
+
+
+class _Trig(Guide):
+    """Records a trigger named `name` whenever the row reaches `at` tokens."""
+
+    def __init__(self, name, at):
+        self.name, self.at = name, at
+
+    def advance(self, row, token):
+        if len(row.tokens) in self.at:
+            row.triggers.append(TriggerRecord(receiver=f"{self.name}@{len(row.tokens)}", candidates=0))
+        return None
+
+
+class _Cut(Guide):
+    """Proposes, once, a cut to `to` at `at` tokens; counts tokens seen as checkpointed state."""
+
+    def __init__(self, at, to):
+        self.at, self.to = at, to
+
+    def reset(self, row):
+        self.done, self.seen, self.told = False, 0, []
+
+    def snapshot(self):
+        return (self.done, self.seen)
+
+    def restore(self, row, snap):
+        self.done, self.seen = snap
+
+    def advance(self, row, token):
+        self.seen += 1
+        if not self.done and len(row.tokens) == self.at:
+            return Rollback(self.to, "test")
+        return None
+
+    def rolled_back(self, row, proposal):
+        self.done = True
+        self.told.append(proposal.length)
+
+    def final_upto(self, row):
+        return len(row.text) if self.done or len(row.ends) < self.to else (row.ends[self.to - 1] if self.to else 0)
+
+
+def test_e1_triggers_after_a_cut_are_still_reported(tiny_lm):
+    # E1: the count of triggers seen was never lowered after a rollback shortened the list, so
+    # the triggers recorded on the redo were dropped from the events.
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "for item in items:\n    if item.")
+    events = []
+    out = eng.generate([RowSpec(prompt, guides=[_Trig("t", {4, 5}), _Cut(at=6, to=2)])],
+                       SamplingConfig(max_new_tokens=8), on_event=events.append)[0]
+    trig = [e.trigger.receiver for e in events if e.kind == TRIGGER]
+    assert trig == ["t@4", "t@5", "t@4", "t@5"]            # the redo's triggers come out too
+    assert [t.receiver for t in out.triggers] == ["t@4", "t@5"] and out.rollbacks == 1
+
+
+def test_e2_a_cut_drops_only_triggers_recorded_after_it(tiny_lm):
+    # E2: each guide truncated the shared trigger list with a count from its own history and
+    # deleted other guides' records; now the engine drops exactly those tagged after the cut.
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "for item in items:\n    if item.")
+    out = eng.generate([RowSpec(prompt, guides=[_Trig("a", {1, 3}), _Cut(at=5, to=2), _Trig("b", {2, 4})])],
+                       SamplingConfig(max_new_tokens=7))[0]
+    assert [t.receiver for t in out.triggers] == ["a@1", "b@2", "a@3", "b@4"]
+    assert out.rollbacks == 1
+
+
+def test_e3_the_shortest_cut_wins_and_only_its_proposer_is_told(tiny_lm):
+    # E3: guides changed state when they *asked* for a rollback and the engine applied only the
+    # first request. Now both propose, the shorter cut is taken, every guide is restored to its
+    # checkpoint there, and only the winner is told.
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "for item in items:\n    if item.")
+    longer, shorter = _Cut(at=6, to=4), _Cut(at=6, to=2)
+    events = []
+    out = eng.generate([RowSpec(prompt, guides=[longer, shorter])], SamplingConfig(max_new_tokens=8),
+                       on_event=events.append)[0]
+    cuts = [e.length for e in events if e.kind == ROLLBACK]
+    assert cuts[0] == 2 and shorter.told == [2]
+    # asking changed nothing: the loser, restored to its state at 2 tokens, asks again when the
+    # row is back at 6 tokens, and wins then
+    assert longer.told == [4] and cuts == [2, 4] and out.rollbacks == 2
+    # every guide's checkpointed state matches the row (restored on both cuts)
+    n = len([t for t in out.tokens if t not in eng.eos])
+    assert longer.seen == shorter.seen == n
+
+
+class _WideHead(torch.nn.Module):
+    """The tiny model with 24 extra output columns (a head padded past the tokenizer), which
+    would win every argmax."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.config = inner, inner.config
+
+    def forward(self, input_ids, **kw):
+        out = self.inner(input_ids=input_ids, **kw)
+        extra = torch.full(out.logits.shape[:-1] + (24,), 1e4)
+        out.logits = torch.cat([out.logits, extra], -1)
+        return out
+
+
+def test_a_head_wider_than_the_tokenizer_is_never_sampled(tiny_lm):
+    # Regression: IndexError (vocab.texts[tok]) when the head had more columns than tokens.
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    eng = Engine(_WideHead(tiny_lm.model), tiny_lm.tokenizer, vocab)
+    prompt = _ids(tiny_lm, "def f(x):\n    return x")
+    for s in (SamplingConfig(max_new_tokens=6), SamplingConfig(max_new_tokens=6, temperature=1.0, seed=3)):
+        out = eng.generate([RowSpec(prompt)], s)[0]
+        assert out.tokens and max(out.tokens) < vocab.size and out.finish_reason != "error"

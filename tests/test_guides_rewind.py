@@ -1,6 +1,7 @@
-"""Exact rewind for every guide: cutting a row back (by any guide) and feeding the same tokens
-again gives the same masks, checks, rollback requests, stops and trigger records as a fresh
-run. Driven like the engine, with a hand-made vocabulary and a fake analyzer (no model)."""
+"""Exact rewind for every guide: cutting a row back (by any guide) with the engine's
+checkpoints (snapshot per token, restore on a cut) and feeding the same tokens again gives the
+same masks, checks, rollback proposals, stops and trigger records as a fresh run. Driven like
+the engine, with a hand-made vocabulary and a fake analyzer (no model)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +11,8 @@ import pytest
 from fake_analyzer import FakeBase
 from groundcode.analysis.base import Analysis
 from groundcode.api import CodeContext
-from groundcode.decoding.guides.base import RowView
+from groundcode.decoding.checkpoints import Checkpoints
+from groundcode.decoding.guides.base import RowView, as_rollback
 from groundcode.decoding.guides.body_end import BodyEnd
 from groundcode.decoding.guides.dereference import DereferenceMonitor
 from groundcode.decoding.vocab import VocabIndex
@@ -45,8 +47,10 @@ def _guides(kind):
     return [BodyEnd(4), DereferenceMonitor(FakeAnalyzer())]
 
 
-def _step(guides, row, tid):
-    """One engine step with token `tid` sampled: what each guide said."""
+def _step(ck, row, tid):
+    """One engine step with token `tid` sampled: what each guide said (proposals recorded,
+    not applied)."""
+    guides = ck.guides
     said = []
     for g in guides:
         m = g.mask(row)
@@ -54,20 +58,21 @@ def _step(guides, row, tid):
     for g in guides:
         m = g.check(row, tid)
         said.append(None if m is None else tuple(sorted(m.tolist())))
-    row.tokens.append(tid)
-    row.text += row.vocab.texts[tid]
-    row.ends.append(len(row.text))
-    said += [g.advance(row, tid) for g in guides]
+    ck.accept(tid)
+    for g in guides:
+        p = as_rollback(g.advance(row, tid))
+        said.append(None if p is None else (p.length, p.reason))
+    ck.mark()
     said += [g.stop(row) for g in guides]
     return said
 
 
-def _cut(guides, row, length):
-    del row.tokens[length:]
-    del row.ends[length:]
-    row.text = row.text[: row.ends[-1]] if row.ends else ""
-    for g in guides:
-        g.rewind(row, length)
+def _start(kind):
+    gs = _guides(kind)
+    row = RowView(0, _ctx(), VOCAB)
+    for g in gs:
+        g.reset(row)
+    return Checkpoints(row, gs), row
 
 
 def _triggers(row):
@@ -84,23 +89,17 @@ T["real"] = len(TOKENS)
 @pytest.mark.parametrize("kind", ["body_end", "dereference", "dereference_verify_first", "both"])
 def test_rollback_then_continue_equals_a_fresh_run(kind):
     ids = [T[s] for s in SEQ]
-    fresh_g = _guides(kind)
-    fresh = RowView(0, _ctx(), VOCAB)
-    for g in fresh_g:
-        g.reset(fresh)
-    trace = [_step(fresh_g, fresh, t) for t in ids]
+    fresh_ck, fresh = _start(kind)
+    trace = [_step(fresh_ck, fresh, t) for t in ids]
     assert any(x is not None for said in trace for x in said), "the sequence exercises the guide"
     for back_to in range(0, len(ids), 3):
         for went_to in (back_to + 1, back_to + 5, len(ids)):
             went_to = min(went_to, len(ids))
-            gs = _guides(kind)
-            row = RowView(0, _ctx(), VOCAB)
-            for g in gs:
-                g.reset(row)
+            ck, row = _start(kind)
             for t in ids[:went_to]:
-                _step(gs, row, t)
-            _cut(gs, row, back_to)
-            again = [_step(gs, row, t) for t in ids[back_to:]]
+                _step(ck, row, t)
+            ck.cut(back_to)
+            again = [_step(ck, row, t) for t in ids[back_to:]]
             assert again == trace[back_to:], (kind, back_to, went_to)
             assert row.text == fresh.text
             assert _triggers(row) == _triggers(fresh), (kind, back_to, went_to)

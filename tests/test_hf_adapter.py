@@ -84,3 +84,32 @@ def test_a_checked_top_token_that_sampling_did_not_pick_leaves_no_trace():
     assert row.text == "x " and row.triggers == [] and mon.state == "wait"
     proc(torch.cat([prompt, torch.tensor([[1, 7, 8, 7, 9, 10]])], 1), scores.clone())
     assert mon.state == "wait" and row.triggers == []
+
+
+def test_one_processor_serves_several_generate_calls_sequences_and_refuses_beams(tiny_lm, shop_repo):
+    # Regressions: prompt_len was fixed on the first call (a second generate() read garbage),
+    # num_return_sequences broke the row mapping, beams silently corrupted guide state.
+    import pytest
+
+    from groundcode.errors import GroundcodeError
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    ctx = function_context(shop_repo / "shop" / "cart.py", "Cart.last", shop_repo).continued("")
+    ids = torch.tensor([tiny_lm.tokenizer(ctx.before, add_special_tokens=False)["input_ids"]])
+    rules = planted("return self.registry.latest()\n")
+    mon = DereferenceMonitor(JediAnalyzer(shop_repo), rollback=False)
+    proc = GuidesLogitsProcessor(vocab, [[mon]], [ctx], eos_token_id=tiny_lm.tokenizer.eos_token_id)
+    outs = []
+    for _ in range(2):
+        out = tiny_lm.model.generate(ids, max_new_tokens=30, do_sample=False, pad_token_id=tiny_lm.tokenizer.pad_token_id,
+                                     logits_processor=LogitsProcessorList([PlantedBias(vocab, rules, ids.shape[1]), proc]))
+        outs.append(vocab.text_of(out[0, ids.shape[1]:].tolist()))
+    assert outs[0] == outs[1] and outs[0].startswith("return self.registry.latest_update()")
+    out = tiny_lm.model.generate(ids, max_new_tokens=30, do_sample=True, num_return_sequences=2, top_k=0,
+                                 temperature=0.01, pad_token_id=tiny_lm.tokenizer.pad_token_id,
+                                 logits_processor=LogitsProcessorList([PlantedBias(vocab, rules, ids.shape[1]), proc]))
+    texts = [vocab.text_of(o[ids.shape[1]:].tolist()) for o in out]
+    assert len(proc.rows) == 2 and all(t.startswith("return self.registry.latest_update()") for t in texts)
+    with pytest.raises(GroundcodeError, match="beam search"):
+        tiny_lm.model.generate(ids, max_new_tokens=12, do_sample=False, num_beams=3,
+                               pad_token_id=tiny_lm.tokenizer.pad_token_id,
+                               logits_processor=LogitsProcessorList([proc]))

@@ -47,3 +47,18 @@ def test_snapshot_restores_exactly():
     assert (n.need, n.typed) == ("", "si")
     n.restore(snap)
     assert (n.need, n.typed) == (".", "") and _texts(n.allowed()) == _texts(Narrowing(V, {"size"}, need=".").allowed())
+
+
+def test_end_of_text_only_where_the_name_is_complete():
+    # Regression: a token with no text (eos, <COMP>) was accepted in the middle of a member name.
+    from groundcode.decoding.guides.narrowing import Narrowing
+    from groundcode.decoding.vocab import VocabIndex
+    vocab = VocabIndex(["", "app", "end", ".", "x"])
+    n = Narrowing(vocab, {"append", "add"})
+    assert not n.accepts("")                   # nothing written yet
+    n.feed("app")
+    assert not n.accepts("")                   # `app` is no member
+    n.feed("end")
+    assert n.accepts("") and n.typed == "append"
+    owed = Narrowing(vocab, {"add"}, need="x.")
+    assert not owed.accepts("")                # text still owed

@@ -103,8 +103,23 @@ def test_heal_mask_allows_exactly_the_tokens_that_agree(tiny_lm):
     vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
     for rest in ("        ", "    ", " ", "\n    "):
         got = set(agreeing(vocab).ids(rest).tolist())
-        want = {i for i, t in enumerate(vocab.texts) if t and (t.startswith(rest) or rest.startswith(t))}
+        # a prefix of the owed text, or all of it and then anything but more indentation
+        want = {i for i, t in enumerate(vocab.texts) if t and (rest.startswith(t) or t.startswith(rest)
+                and (len(t) == len(rest) or t[len(rest)] not in " \t"))}
         assert got == want, rest
+
+
+def test_heal_never_over_indents():
+    # Regression: a token that starts with the owed indentation and goes on with more spaces
+    # (`"          x"` after 8 owed spaces) was allowed; the body then came out over-indented.
+    texts = ["", "    ", "        ", "          x", "         ", "        return", "        \n",
+             "\n", "\n    ", "\n        if", "x"]
+    vocab = VocabIndex(texts)
+    got = {texts[i] for i in agreeing(vocab).ids("        ").tolist()}
+    assert got == {"    ", "        ", "        return", "        \n"}
+    # owed text that ends in a line break leaves the next line's indentation to the model
+    got = {texts[i] for i in agreeing(vocab).ids("\n").tolist()}
+    assert got == {"\n", "\n    ", "\n        if"}
 
 
 def test_generated_body_starts_with_its_indentation(tiny_lm, shop_repo):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from groundcode.analysis.base import Analysis
 from groundcode.api import CodeContext
-from groundcode.decoding.guides.base import RowView
+from groundcode.decoding.checkpoints import Checkpoints
+from groundcode.decoding.guides.base import RowView, as_rollback
 from groundcode.decoding.guides.dereference import NARROW, SPEC, WAIT, DereferenceMonitor
 from groundcode.decoding.vocab import VocabIndex
 
@@ -70,20 +71,26 @@ def _feed(mon, row, tok):
             return "resample", {row.vocab.texts[i] for i in redo}
     else:
         assert tid in set(m.tolist()), f"{tok!r} not allowed under the mask"
-    row.tokens.append(tid)
-    row.text += tok
-    row.ends.append(len(row.text))
-    back = mon.advance(row, tid)
-    if back is not None:
-        _cut(mon, row, back)
-    return "rollback", back
+    ck = _ck(mon, row)
+    ck.accept(tid)
+    p = as_rollback(mon.advance(row, tid))
+    ck.mark()
+    if p is not None:
+        _cut(mon, row, p)
+    return "rollback", None if p is None else p.length
 
 
-def _cut(mon, row, length):
-    del row.tokens[length:]
-    del row.ends[length:]
-    row.text = row.text[: row.ends[-1]] if row.ends else ""
-    mon.rewind(row, length)
+def _ck(mon, row):
+    """The engine's checkpoints of this row (made on the first token, after reset)."""
+    ck = getattr(row, "_ck", None)
+    if ck is None:
+        ck = row._ck = Checkpoints(row, [mon])
+    return ck
+
+
+def _cut(mon, row, proposal):
+    """The engine takes the cut: every guide restored, then the proposer told."""
+    _ck(mon, row).cut(proposal.length, [(mon, proposal)])
 
 
 def _start(tokens):
@@ -138,7 +145,8 @@ def test_the_row_end_settles_what_is_owed():
     an, mon, row = _start(["return", " ", "self", ".", "foo", "(", ")"])
     assert len(mon.late) == 1
     back = mon.settle(row)                                      # waits (bounded), then verifies
-    assert back == 4 and an.tickets[0].waited == 1
+    assert back.length == 4 and an.tickets[0].waited == 1
+    assert mon.state != NARROW and not row.triggers[-1].rolled_back   # asking changed nothing
     _cut(mon, row, back)
     assert mon.state == NARROW and row.triggers[-1].rolled_back
 

@@ -19,7 +19,7 @@ _HOME = {
     "CodeContext": "context", "function_context": "context", "cursor_context": "context",
     "SamplingConfig": "config", "MonitorConfig": "config", "PromptConfig": "config",
     "load_model": "models.load", "LoadedModel": "models.load",
-    "GroundcodeError": "errors",
+    "GroundcodeError": "errors", "Session": "session", "Request": "session",
 }
 
 __all__ = ["__version__", *_HOME]

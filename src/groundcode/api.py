@@ -5,13 +5,19 @@
     ctx = function_context(file, "Class.method", repo)   # a function body from signature+docstring
     ctx = cursor_context(file, line, col, repo)          # continue at a cursor (line 1-based, col 0-based)
     outs = gen.run([ctx, ...], SamplingConfig(...), n=1) # outs[i][j]: sample j of context i
-    for ev in gen.stream([ctx], sampling, n=2): ...      # engine events; rows named (i, j);
-                                                         # .cancel((i, j)) stops one row
+    for u in gen.stream(ctx, sampling, n=2): ...         # session updates (text, trigger, done)
+    gen.session.submit(Request(...))                     # the session itself (session.py)
+    v = gen.view(monitor=MonitorConfig(enabled=False))   # same model, other configuration
     gen.block_sources.append(lambda ctx: [PromptBlock(...)])   # snippets / API docs for prompts
+
+Every generation goes through the generator's session (one scheduler thread owns the model;
+requests from any thread batch together). Configuration is never changed in place: a view
+carries its own, and each request carries the configuration it was made with.
 
 The model sees the prompt (decoding/prompt.py: plain or FIM, context blocks, token healing);
 the analyzer sees before + completion + "\\n" + after (the real file around the cursor, in
-memory). Not here: contexts (context.py), the loop (decoding/engine.py), jedi
+memory). Not here: contexts (context.py), the session (session.py), the loop
+(decoding/engine.py), guides by name (decoding/guides/registry.py), jedi
 (analysis/jedi_*.py), the CLI (cli.py).
 """
 from __future__ import annotations
@@ -35,10 +41,17 @@ class Generation:
     model: str = ""
     monitored: bool = True
     rollbacks: int = 0
+    prompt_tokens: int = 0             # tokens in the model's prompt
+    tokens_cached: int = 0             # prompt tokens reused from the prefix cache (not prefilled)
+    timings: dict = field(default_factory=dict)   # queue_ms, prefill_ms, first_token_ms,
+                                                  # decode_ms, analysis_ms, total_ms
+    stop: object = None                # a guide's Stop(reason, cut, payload) when finish_reason is "stop"
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["triggers"] = [t.to_json() if hasattr(t, "to_json") else t for t in self.triggers]
+        st = self.stop
+        d["stop"] = None if st is None else {"reason": st.reason, "cut": st.cut}
         return d
 
 
@@ -47,7 +60,7 @@ class Generator:
     kept warm."""
 
     def __init__(self, model=None, monitor: MonitorConfig | None = None, device: str | None = None,
-                 dtype: str | None = None, batch_rows: int = 8, prompt: PromptConfig | None = None,
+                 dtype: str | None = None, batch_rows: int = 16, prompt: PromptConfig | None = None,
                  tools: ToolConfig | None = None):
         from .decoding.engine import Engine
         from .decoding.vocab import VocabIndex
@@ -63,6 +76,8 @@ class Generator:
         self._analyzers: dict[tuple, object] = {}
         from .analysis.wait import WaitPolicy
         self.waits = WaitPolicy()          # one analysis-wait budget shared by every row
+        import threading
+        self._shared = {"lock": threading.RLock()}   # the session, shared with views
 
     def prompt_builder(self, config: PromptConfig | None = None):
         """A prompt builder for this model: its window, and the registry's FIM facts if known."""
@@ -71,17 +86,44 @@ class Generator:
         return PromptBuilder(self.lm.tokenizer, self.lm.context_length, config,
                              None if t is None else t.has_fim)
 
+    def view(self, monitor: MonitorConfig | None = None, tools: ToolConfig | None = None,
+             prompt: PromptConfig | None = None) -> "Generator":
+        """The same model, analyzers and session with other configuration: callers never change
+        a generator's configuration in place (another request may be using it)."""
+        import copy
+        v = copy.copy(self)
+        if monitor is not None:
+            v.monitor = monitor
+        if tools is not None:
+            v.tools = tools
+        if prompt is not None:
+            v.prompts = self.prompt_builder(prompt)
+        return v
+
+    @property
+    def session(self):
+        """The generator's session (created on first use; shared by its views)."""
+        with self._shared["lock"]:
+            s = self._shared.get("session")
+            if s is None:
+                from .session import Session
+                s = self._shared["session"] = Session(self)
+            return s
+
     def analyzer(self, repo: Path, python: Path | None = None):
-        """The analyzer of a repository (one per repository and interpreter, kept warm):
-        `python` (else MonitorConfig.python, else the repository's `.venv`/`venv`) is the
-        environment whose installed libraries Jedi sees."""
-        python = python or self.monitor.python
-        key = (Path(repo).resolve(), str(python) if python else None)
-        a = self._analyzers.get(key)
+        """The analyzer of a repository (one per repository, interpreter and monitor settings,
+        kept warm; views with another monitor configuration get their own): `python` (else
+        MonitorConfig.python, else the repository's `.venv`/`venv`) is the environment whose
+        installed libraries Jedi sees."""
+        m = self.monitor
+        python = python or m.python
+        root = Path(repo).resolve()
+        py = str(python) if python else None
+        key = (root, py, m.deadline_s, m.hide_private, m.hide_dunder, m.sdk)
+        a = self._analyzers.get(key) or self._analyzers.get((root, py))   # set_analyzer serves all
         if a is None:
             from .analysis.jedi_client import JediAnalyzer
-            m = self.monitor
-            a = JediAnalyzer(key[0], deadline_s=m.deadline_s, hide_private=m.hide_private,
+            a = JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,
                              hide_dunder=m.hide_dunder, python=python)
             if m.sdk:
                 from .analysis.sdk import ChainAnalyzer, SdkAnalyzer, botocore_version
@@ -95,7 +137,11 @@ class Generator:
         self._analyzers[(Path(repo).resolve(), str(python) if python else None)] = analyzer
 
     def close(self) -> None:
-        """Stop the analyzers' worker processes (also on `with Generator(...) as gen:` exit)."""
+        """Stop the session and the analyzers' worker processes (also on `with Generator(...)
+        as gen:` exit)."""
+        s = self._shared.pop("session", None)
+        if s is not None:
+            s.close()
         for a in self._analyzers.values():
             a.close()
         self._analyzers.clear()
@@ -117,33 +163,15 @@ class Generator:
                 tok(s, add_special_tokens=False)["input_ids"])) + every
         return self.prompts.build(ctx, max_new_tokens, every)
 
-    def guides(self, row_ctx: CodeContext, owed: str = "", stop: str = "block") -> list:
-        """The guides of one row; `row_ctx` is the context the row sees (ctx.continued(owed));
-        `stop`: also end after the first line or statement (SamplingConfig.stop)."""
-        from .decoding.guides.body_end import BodyEnd
-        from .decoding.guides.dereference import DereferenceMonitor
-        from .decoding.guides.heal import Heal
-        from .decoding.guides.stop_at import StopAt
-        guides = [Heal(owed)] if owed else []
-        if row_ctx.stop_indent is not None:
-            guides.append(BodyEnd(row_ctx.stop_indent))
-        if stop != "block":
-            guides.append(StopAt(stop))
-        from .decoding.guides.repetition import RepetitionStop
-        guides.append(RepetitionStop())      # a model caught in a loop stops (one copy kept)
-        if self.monitor.enabled:
-            m = self.monitor
-            guides.append(DereferenceMonitor(self.analyzer(row_ctx.repo, row_ctx.python), m.allow_bindings,
-                                             speculate=m.speculate, hide_dunder=m.hide_dunder,
-                                             waits=self.waits))
-            if m.keywords:
-                from .decoding.guides.keyword_args import KeywordArgMonitor
-                guides.append(KeywordArgMonitor(self.analyzer(row_ctx.repo, row_ctx.python)))
-        if self.tools.enabled:
-            guides.append(self._tool_guide(row_ctx))
-        return guides
+    def guides(self, row_ctx: CodeContext, prompt, sampling: SamplingConfig, names=None,
+               stop=()) -> list:
+        """The guides of one row, by name (decoding/guides/registry.py; None: this generator's
+        defaults); `row_ctx` is the context the row sees (ctx.continued(prompt.owed))."""
+        from .decoding.guides.registry import GuideSpec, build, default_names
+        names = default_names(self.monitor, self.tools) if names is None else tuple(names)
+        return build(names, GuideSpec(self, row_ctx, prompt, sampling, tuple(stop)))
 
-    def _tool_guide(self, row_ctx: CodeContext):
+    def tool_guide(self, row_ctx: CodeContext):
         """ToolGen's tool-token guide: <COMP> (or, zero-shot, a high-entropy name start) calls
         the analyzer and the model picks among its suggestions."""
         from .decoding.guides.toolcall import ToolCallGuide
@@ -156,57 +184,60 @@ class Generator:
         return ToolCallGuide(self.analyzer(row_ctx.repo, row_ctx.python), comp, threshold=t.threshold,
                              entropy=t.entropy, hide_dunder=self.monitor.hide_dunder, waits=self.waits)
 
+    _tool_guide = tool_guide
+
+    def prewarm(self, ctx: CodeContext) -> None:
+        """Start the analyzer (Jedi's cold start) and the mask kernel while the prompt is
+        prefilled."""
+        from .decoding.vocab.kernel import warm_in_background
+        if self.monitor.enabled or self.tools.enabled:
+            self.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
+            warm_in_background()
+
     def specs(self, contexts: list[CodeContext], sampling: SamplingConfig, n: int = 1, blocks=None):
         """Engine rows for `n` samples of each context, named (context index, sample index), and
-        the context each row sees."""
+        the context each row sees: for drivers that run the engine themselves (teacher-forced
+        replay, DAG++'s statement passes). Generation goes through the session (`run`)."""
         from .decoding.engine import RowSpec
-        from .decoding.vocab.kernel import warm_in_background
         if sampling.temperature <= 0 and n > 1:
             raise GroundcodeError("n > 1 samples need --temperature > 0 (greedy gives one answer)")
         specs, row_ctxs = [], {}
         for ci, ctx in enumerate(contexts):
             p = self.prompt(ctx, sampling.max_new_tokens, blocks[ci] if blocks else None)
             row_ctx = row_ctxs[ci] = ctx.continued(p.owed)
-            if self.monitor.enabled or self.tools.enabled:   # Jedi's cold start runs while the prompt is prefilled,
-                self.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
-                warm_in_background()   # and numba loads the mask kernel
-
+            self.prewarm(ctx)
             for j in range(n):
-                specs.append(RowSpec(p.ids, row_ctx, self.guides(row_ctx, p.owed, sampling.stop),
-                                     sampling.seed + j,
-                                     id=(ci, j), stop_ids=p.stop_ids))
+                specs.append(RowSpec(p.ids, row_ctx, self.guides(row_ctx, p, sampling),
+                                     sampling.seed + j, id=(ci, j), stop_ids=p.stop_ids))
         return specs, row_ctxs
 
-    def stream(self, contexts: list[CodeContext], sampling: SamplingConfig | None = None, n: int = 1,
-               blocks=None):
-        """All rows in one engine call (a server's view): events, cancel((i, j))."""
-        specs, _ = self.specs(contexts, sampling or SamplingConfig(), n, blocks)
-        return self.engine.stream(specs, sampling or SamplingConfig())
+    def request(self, ctx: CodeContext, sampling: SamplingConfig | None = None, n: int = 1,
+                blocks=(), **kw):
+        """A session Request for `ctx` with this generator's (view's) configuration."""
+        from .session import Request
+        return Request(context=ctx, sampling=sampling or SamplingConfig(), n=n, blocks=tuple(blocks or ()),
+                       monitor=self.monitor, tools=self.tools, prompt=self.prompts.config, **kw)
+
+    def stream(self, context: CodeContext, sampling: SamplingConfig | None = None, n: int = 1,
+               blocks=(), **kw):
+        """One request through the session: a stream of updates (session.Stream); `.cancel()`."""
+        return self.session.submit(self.request(context, sampling, n, blocks, **kw))
 
     def run(self, contexts: list[CodeContext], sampling: SamplingConfig | None = None, n: int = 1,
             on_event=None, blocks=None) -> list[list[Generation]]:
-        """n samples per context, in engine calls of at most `batch_rows` rows; the samples of a
-        context go into one call when they fit (one shared prefill)."""
+        """n samples per context, all submitted to the session at once (they batch);
+        `on_event(update)` sees every update (session.Update) of every context in turn."""
         sampling = sampling or SamplingConfig()
-        specs, row_ctxs = self.specs(contexts, sampling, n, blocks)
-        results: list[list[Generation | None]] = [[None] * n for _ in contexts]
-        chunks: list[list] = [[]]
-        for ci in range(len(contexts)):
-            mine = specs[ci * n: (ci + 1) * n]
-            if len(chunks[-1]) + len(mine) > self.batch_rows:
-                chunks.append([])
-            for k in range(0, len(mine), self.batch_rows):
-                if k:
-                    chunks.append([])
-                chunks[-1].extend(mine[k: k + self.batch_rows])
-        for chunk in (c for c in chunks if c):
-            t0 = time.perf_counter()
-            outs = self.engine.generate(chunk, sampling, on_event=on_event)
-            dt = time.perf_counter() - t0
-            for o in outs:
-                ci, j = o.id
-                ctx = contexts[ci]
-                results[ci][j] = Generation(ctx.insertion(row_ctxs[ci], o.completion), len(o.tokens),
-                                            round(dt, 4), o.finish_reason, list(o.triggers),
-                                            self.lm.name, self.monitor.enabled, o.rollbacks)
-        return results  # type: ignore[return-value]
+        if sampling.temperature <= 0 and n > 1:
+            raise GroundcodeError("n > 1 samples need --temperature > 0 (greedy gives one answer)")
+        streams = [self.stream(ctx, sampling, n, blocks[ci] if blocks else ()) for ci, ctx in enumerate(contexts)]
+        try:
+            if on_event is not None:
+                for st in streams:
+                    for u in st:
+                        on_event(u)
+            return [st.result() for st in streams]
+        except BaseException:
+            for st in streams:
+                st.cancel()
+            raise

@@ -127,10 +127,10 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
                 with err.status("generating…", spinner="dots") if not as_json else _null() as status:
                     count = [0]
 
-                    def on_event(ev):     # the engine's events: a live token count while it works
-                        if ev.kind == "token" and status is not None:
-                            count[0] += 1
-                            status.update(f"generating… {count[0]} tokens")
+                    def on_event(u):      # the session's updates: a live count of final text
+                        if u.kind == "text" and status is not None:
+                            count[0] += len(u.text)
+                            status.update(f"generating… {count[0]} characters")
                     out = gen.run([ctx], sampling, on_event=on_event)[0][0]
     except GroundcodeError as exc:
         if live is not None:
@@ -156,7 +156,8 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
 
 
 class _Stream:
-    """The completion as it is written, on the terminal (rich Live: a rollback redraws it)."""
+    """The completion as it is written, on the terminal: the session streams only final text
+    (text after an unresolved trigger waits until it is settled), so it is only appended."""
 
     def __init__(self, ctx):
         from rich.live import Live
@@ -167,13 +168,10 @@ class _Stream:
                          refresh_per_second=15, vertical_overflow="visible", transient=False)
         self.live.start()
 
-    def on_event(self, ev) -> None:
-        if ev.kind == "token":
-            self.text += ev.text or ""
-        elif ev.kind == "rollback":
-            self.text = ev.text or ""
-        else:
+    def on_event(self, u) -> None:
+        if u.kind != "text":
             return
+        self.text += u.text or ""
         self.live.update(self._Text(self.text))
 
     def finish(self, completion: str) -> None:

@@ -1,35 +1,43 @@
-"""The decoding engine: one loop over a batch of rows with per-row guides, as a stream of events.
-Knows no analyzer and no prompt format.
+"""The decoding engine: a running batch of rows with per-row guides; rows join and leave between
+steps (continuous batching). Knows no analyzer, no prompt format and no threads.
 
     engine = Engine(model, tokenizer, vocab)
-    run = engine.stream([RowSpec(prompt_ids, context, guides, seed, id=...), ...], SamplingConfig())
-    for ev in run:                  # Event(kind, row=<RowSpec.id>, ...)
-        if ev.kind == TOKEN: print(ev.text, end="")       # newly final text, tokenizer-decoded
-        if ev.kind == STOP: ev.stop.reason, ev.stop.payload
-        if ev.kind == FINISHED: ev.output                 # RowOutput
-        run.cancel(row_id)          # any time: that row finishes as "cancelled" at the next step
-    outs = engine.generate(specs, sampling)             # the same, consumed: [RowOutput, ...]
+    batch = Batch(engine)
+    row = engine.row(RowSpec(prompt_ids, context, guides, seed, id=...), sampling)
+    logits, layers, cached = engine.prefill(prompt_ids, prefix_cache, cancelled)
+    batch.add([row, ...], logits, layers)     # rows sharing one prompt (n samples) share its prefill
+    events = batch.step()                     # phases 1-4 below, for every row
+    batch.evict()                             # finished rows leave; their KV columns are freed
+    batch.feed()                              # phase 5
+    run = engine.stream(specs, sampling)      # the same, synchronous, for a fixed set of rows:
+    for ev in run: ...; run.cancel(row_id)    #   Event(kind, row=<RowSpec.id>, ...)
+    outs = engine.generate(specs, sampling)   # consumed: [RowOutput, ...]
 
-Events: TOKEN (a token was accepted), TRIGGER (a guide recorded a trigger), ROLLBACK (the row
-was cut back to `length` tokens; `text` is the text that stays), STOP (a guide ended the row:
-`Stop(reason, cut, payload)`), FINISHED (always last for a row; `output.finish_reason` is eos,
-length, stop or cancelled). Rows are named by `RowSpec.id` (default: their index).
+Events: TOKEN (a token was accepted; `text` newly decoded, provisional), TRIGGER (a guide
+recorded a trigger), FINAL (`text`: the next piece of text that will never be taken back, and
+`triggers` that became final with it), ROLLBACK (cut back to `length`; `text` is what stays),
+STOP (a guide ended the row), FINISHED (always last for a row; `output.finish_reason` is eos,
+length, stop, cancelled, deadline or error).
 
-Phases of the loop:
-  1. prefill   distinct prompts once (rows with the same prompt, e.g. `n` samples, share it: the
-               KV cache is expanded to them), left-padded, logits of the last position
-  2. step      per row: a token queued by a guide (`row.force`) is taken as is; otherwise the
-               scores shown to guides that read them (`logits`), the guides' masks (only
-               constrained rows pay), all rows sampled at once, free samples
-               that contain a dot verified (guide.check; resample that row under the returned
-               mask); accept, advance guides, roll back or stop; events out
-  3. feed      one new column per step for every row (finished rows feed a masked pad)
+The step, per row (one readable loop: `Batch.step` then `Batch.feed`):
+  1. scores   guides that read scores (tool tokens) see this row's logits
+  2. masks    the guides' masks, intersected (only constrained rows pay); all rows sampled at once
+  3. choose   a token queued by a guide (`row.force`) is taken as is; else the sample, verified
+              by the guides (`check`: a merged-dot token that does not fit is resampled under the
+              returned mask); a replay policy (replay.py) substitutes the reference token here
+  4. accept   the token joins the row (checkpoints.py), every guide advances; proposals to roll
+              back are resolved (shortest cut wins, every guide restored, the winner told); end
+              of text, a guide's stop or the length limit finish the row after `settle` (which
+              may still propose a cut: the row goes on); newly final text goes out (FINAL)
+  5. feed     one new column for every live row, one forward
 
-Rollback without copying the cache: a row cut back to L tokens gets the attention-mask columns
-of its discarded inputs set to 0 and re-feeds token L-1; position ids are the running count of
-unmasked columns, so the re-fed token lands at the right position. Other rows are untouched.
-Not here: guides (guides/), prompts (prompt.py), masks from strings (vocab index), tensors for
-masks (masking.py), output text (detokenize.py). Test: tests/test_engine.py.
+A cut without copying the cache: the row's attention-mask columns of its discarded inputs are
+set to 0 and token L-1 is fed again; position ids are the running count of unmasked columns, so
+the re-fed token lands at the right position. Columns masked in every row (rollbacks, evicted
+rows, the left padding of merged rows) are dropped on eviction (`Batch.compact`).
+Not here: the scheduler and streams (scheduler.py, session.py), guides (guides/), checkpoints
+(checkpoints.py), the KV tensors' API (kv.py), prefix reuse (prefix_cache.py), teacher forcing
+(replay.py). Test: tests/test_engine.py, tests/test_session.py.
 """
 from __future__ import annotations
 
@@ -39,12 +47,15 @@ from dataclasses import dataclass, field
 import torch
 
 from ..config import SamplingConfig
+from . import kv
+from .checkpoints import Checkpoints, proposals_of
 from .detokenize import Detokenizer
 from .guides.base import Guide, RowView, Stop, TriggerRecord
 from .masking import combine, keep_only
 from .sampling import make_generators, sample_rows
 
-TOKEN, TRIGGER, ROLLBACK, STOP, FINISHED = "token", "trigger", "rollback", "stop", "finished"
+TOKEN, TRIGGER, FINAL, ROLLBACK, STOP, FINISHED = "token", "trigger", "final", "rollback", "stop", "finished"
+PREFILL_CHUNK = 256
 
 
 @dataclass
@@ -55,52 +66,71 @@ class RowSpec:
     seed: int = 0
     id: object = None                   # the row's name in events (default: its index)
     stop_ids: frozenset = frozenset()   # extra end-of-text ids (e.g. FIM's pad / file separator)
-    replay: list[int] | None = None     # teacher-force these tokens (guides still run, masks are
-                                        # still built and applied; rollbacks ignored)
+    choose: object = None               # token policy (replay.Teacher); None: sample and verify
 
 
 @dataclass
 class RowOutput:
     completion: str
     tokens: list[int]
-    finish_reason: str                  # "eos" | "length" | "stop" | "cancelled"
+    finish_reason: str                  # eos | length | stop | cancelled | deadline | error
     triggers: list[TriggerRecord]
     rollbacks: int = 0
     constrained_steps: int = 0
     stop: Stop | None = None            # the guide's stop (reason, payload) when "stop"
     id: object = None
+    error: str | None = None            # "error": what failed (a guide raised)
 
 
 @dataclass
 class Event:
-    kind: str                           # TOKEN | TRIGGER | ROLLBACK | STOP | FINISHED
+    kind: str                           # TOKEN | TRIGGER | FINAL | ROLLBACK | STOP | FINISHED
     row: object                         # RowSpec.id
     token: int | None = None            # TOKEN
-    text: str = ""                      # TOKEN: newly final text; ROLLBACK: the text that stays
+    text: str = ""                      # TOKEN / FINAL: new text; ROLLBACK: the text that stays
     length: int | None = None           # ROLLBACK: tokens kept
     trigger: TriggerRecord | None = None
+    triggers: tuple = ()                # FINAL: triggers that became final
     stop: Stop | None = None
     output: RowOutput | None = None     # FINISHED
 
 
-class _Row:
+class Row:
     """Engine-side state of one row (the guides see `view`)."""
 
-    def __init__(self, i: int, spec: RowSpec, vocab, detok: Detokenizer, last_prompt_col: int):
+    def __init__(self, engine: "Engine", spec: RowSpec, sampling: SamplingConfig, index: int = 0):
         self.spec = spec
-        self.id = i if spec.id is None else spec.id
-        self.view = RowView(index=i, context=spec.context, vocab=vocab)
-        self.stream = detok.stream()
-        self.fed_cols: list[int] = []   # fed_cols[k] = cache column where tokens[k] was fed
-        self.last_prompt_col = last_prompt_col
-        self.refeed: int | None = None  # token to feed again after a rollback
+        self.id = index if spec.id is None else spec.id
+        self.sampling = sampling
+        self.guides = list(spec.guides)
+        self.view = RowView(index=index, context=spec.context, vocab=engine.vocab)
+        for g in self.guides:            # before the prefill: guides may start analyses now
+            g.reset(self.view)
+        self.ck = Checkpoints(self.view, self.guides)
+        self.scorers = [g for g in self.guides if type(g).logits is not Guide.logits]
+        self.finals = [g for g in self.guides if type(g).final_upto is not Guide.final_upto]
+        self.gen = None
+        if sampling.temperature > 0:
+            self.gen = make_generators([spec.seed], engine.device)[0]
+        self.text_stream = engine.detok.stream()      # provisional text (TOKEN events)
+        self.final_stream = engine.detok.stream()     # text that will not be taken back
+        self.final_k = 0                 # tokens[:final_k] are final
+        self.final_triggers = 0          # triggers[:final_triggers] went out as final
+        self.seen_triggers = 0
+        self.fed_cols: list[int] = []    # fed_cols[k] = cache column where tokens[k] was fed
+        self.last_prompt_col = -1
+        self.refeed: int | None = None   # token to feed again after a cut
         self.finish: str | None = None
         self.stop: Stop | None = None
+        self.error: str | None = None
         self.rollbacks = 0
         self.constrained = 0
-        self.seen_triggers = 0
+        self.steps = 0
         self.output: RowOutput | None = None
-        self.scorers = [g for g in spec.guides if type(g).logits is not Guide.logits]
+
+    @property
+    def live(self) -> bool:
+        return self.finish is None
 
 
 class Engine:
@@ -114,10 +144,20 @@ class Engine:
         eos |= set(cfg_eos if isinstance(cfg_eos, (list, tuple)) else [cfg_eos])
         self.eos = {e for e in eos if e is not None}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos)
+        # A head wider than the tokenizer (padded embeddings): those ids have no text; never sample them.
+        self.width = vocab.size
+        import inspect
+        try:       # prefill computes the last position's logits only, where the model allows it
+            self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
+        except (TypeError, ValueError):
+            self._keep_arg = False
 
     @property
     def device(self):
         return next(self.model.parameters()).device
+
+    def row(self, spec: RowSpec, sampling: SamplingConfig, index: int = 0) -> Row:
+        return Row(self, spec, sampling, index)
 
     def stream(self, specs: list[RowSpec], sampling: SamplingConfig) -> "Decoding":
         return Decoding(self, specs, sampling)
@@ -129,42 +169,359 @@ class Engine:
                 on_event(ev)
         return run.outputs
 
-    def _forward(self, ids, attn, past):
-        pos = (attn.sum(-1, keepdim=True) - 1).clamp(min=0) if past is not None else \
-            (attn.cumsum(-1) - 1).clamp(min=0)
+    def forward(self, ids, attn, past, pos, last_only: bool = True):
+        kw = {"logits_to_keep": 1 if last_only else 0} if self._keep_arg else {}
         out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos,
-                         past_key_values=past, use_cache=True)
-        return out.logits[:, -1, :].float(), out.past_key_values
+                         past_key_values=past, use_cache=True, **kw)
+        return out.logits[:, -1, : self.width].float(), out.past_key_values
 
-    def _prefill(self, prompts: list[list[int]]):
-        """One forward over the distinct prompts; rows sharing a prompt get copies of its cache."""
-        dev = self.device
-        slot: dict[tuple, int] = {}
-        which = [slot.setdefault(tuple(p), len(slot)) for p in prompts]
-        distinct = list(slot)
-        P = max(len(p) for p in distinct)
-        ids = torch.full((len(distinct), P), self.pad_id, dtype=torch.long)
-        attn = torch.zeros((len(distinct), P), dtype=torch.long)
-        for i, p in enumerate(distinct):
-            ids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
-            attn[i, P - len(p):] = 1
-        attn = attn.to(dev)
-        logits, past = self._forward(ids.to(dev), attn, None)
-        if len(distinct) < len(prompts):
-            sel = torch.tensor(which, device=dev)
-            logits, attn = logits.index_select(0, sel), attn.index_select(0, sel)
-            past.batch_select_indices(sel)
-        return logits, past, attn, len(distinct)
+    def prefill(self, prompt: list[int], prefix_cache=None, cancelled=None, chunk: int = PREFILL_CHUNK):
+        """One prompt alone, to the end (see `Prefill`); None when `cancelled()` turned true."""
+        p = Prefill(self, prompt, prefix_cache, chunk)
+        while not p.step():
+            if cancelled is not None and cancelled():
+                return None
+        return p.logits, p.layers, p.cached
+
+
+class Prefill:
+    """One prompt's prefill, a chunk per `step()` (a scheduler decodes the running batch, or
+    sees a cancel, between chunks). Reuses the longest prefix stored in `prefix_cache` and
+    stores the whole prompt there when done. Then: `logits` [1, V] of the last position,
+    `layers` [(k, v)] over the prompt, `cached` = prompt tokens reused."""
+
+    def __init__(self, engine: Engine, prompt: list[int], prefix_cache=None, chunk: int = PREFILL_CHUNK):
+        self.engine, self.prompt, self.prefix_cache, self.chunk = engine, list(prompt), prefix_cache, chunk
+        self.done, layers = (0, None) if prefix_cache is None else prefix_cache.lookup(self.prompt)
+        self.cached = self.done
+        self._past = kv.cache(layers) if layers else None
+        self.logits = None
+        self.layers = None
+
+    @torch.inference_mode()
+    def step(self) -> bool:
+        """Prefill the next chunk; True once the whole prompt is in."""
+        eng, dev, done = self.engine, self.engine.device, self.done
+        if done < len(self.prompt):
+            part = self.prompt[done: done + self.chunk]
+            ids = torch.tensor([part], dtype=torch.long, device=dev)
+            attn = torch.ones((1, done + len(part)), dtype=torch.long, device=dev)
+            pos = torch.arange(done, done + len(part), device=dev).unsqueeze(0)
+            self.logits, self._past = eng.forward(ids, attn, self._past, pos)
+            self.done = done + len(part)
+        if self.done < len(self.prompt):
+            return False
+        if self.layers is None:
+            self.layers = kv.layers(self._past)
+            self._past = None
+            if self.prefix_cache is not None:
+                self.prefix_cache.store(self.prompt, self.layers)
+        return True
+
+
+class Batch:
+    """The running rows, their KV cache (as tensors), attention mask and next-token logits."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.rows: list[Row] = []
+        self.layers: list | None = None      # [(k, v)] [B, H, L, D]
+        self.attn: torch.Tensor | None = None
+        self.logits: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def columns(self) -> int:
+        return 0 if self.attn is None else self.attn.shape[1]
+
+    # -- rows join and leave ------------------------------------------------------------------
+    def add(self, rows: list[Row], logits: torch.Tensor, layers: list) -> None:
+        """Rows that share one prefilled prompt join the batch (left-padded to a common length)."""
+        n, P = len(rows), layers[0][0].shape[2]
+        L = max(self.columns, P)
+        shift, off = L - self.columns, L - P
+        new_attn = torch.zeros((n, L), dtype=torch.long, device=logits.device)
+        new_attn[:, off:] = 1
+        if self.layers is None:
+            self.layers = [(k.expand(n, -1, -1, -1).contiguous(), v.expand(n, -1, -1, -1).contiguous())
+                           for k, v in layers]
+            self.attn, self.logits = new_attn, logits.expand(n, -1).clone()
+        else:
+            self.layers = [(torch.cat([kv.pad_left(kb, shift), kv.pad_left(kn, off).expand(n, -1, -1, -1)]),
+                            torch.cat([kv.pad_left(vb, shift), kv.pad_left(vn, off).expand(n, -1, -1, -1)]))
+                           for (kb, vb), (kn, vn) in zip(self.layers, layers)]
+            pad = torch.zeros((self.attn.shape[0], shift), dtype=torch.long, device=self.attn.device)
+            self.attn = torch.cat([torch.cat([pad, self.attn], 1), new_attn])
+            self.logits = torch.cat([self.logits, logits.expand(n, -1)])
+            for r in self.rows:
+                r.fed_cols = [c + shift for c in r.fed_cols]
+                r.last_prompt_col += shift
+        for r in rows:
+            r.last_prompt_col = L - 1
+            r.view.index = len(self.rows)
+            self.rows.append(r)
+
+    def evict(self) -> list[Row]:
+        """Finished rows leave at once: their cache rows are dropped, then the columns no row
+        needs any more."""
+        gone = [r for r in self.rows if not r.live]
+        if not gone:
+            return gone
+        keep = [i for i, r in enumerate(self.rows) if r.live]
+        self.rows = [self.rows[i] for i in keep]
+        if not keep:
+            self.layers = self.attn = self.logits = None
+            return gone
+        sel = torch.tensor(keep, device=self.attn.device)
+        self.layers = [(k.index_select(0, sel), v.index_select(0, sel)) for k, v in self.layers]
+        self.attn, self.logits = self.attn.index_select(0, sel), self.logits.index_select(0, sel)
+        for i, r in enumerate(self.rows):
+            r.view.index = i
+        self.compact()
+        return gone
+
+    def compact(self) -> None:
+        """Drop the cache columns masked in every row (positions are explicit, so this is free)."""
+        used = self.attn.bool().any(0)
+        if bool(used.all()):
+            return
+        idx = used.nonzero().squeeze(1)
+        new_of = (used.long().cumsum(0) - 1).tolist()
+        self.layers = [(k.index_select(2, idx), v.index_select(2, idx)) for k, v in self.layers]
+        self.attn = self.attn.index_select(1, idx)
+        for r in self.rows:
+            r.fed_cols = [new_of[c] for c in r.fed_cols]
+            r.last_prompt_col = new_of[r.last_prompt_col]
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.layers is None else kv.nbytes(self.layers)
+
+    # -- the step -----------------------------------------------------------------------------
+    def step(self) -> list[Event]:
+        """Phases 1-4 for every live row; returns the events in order."""
+        eng, rows, logits = self.engine, self.rows, self.logits
+        constrained = [False] * len(rows)
+        for i, r in enumerate(rows):
+            v = r.view
+            if not r.live or v.forced:
+                continue
+            try:
+                # -- 1. scores ------------------------------------------------------------------
+                for g in r.scorers:
+                    g.logits(v, logits[i])
+                # -- 2. masks -------------------------------------------------------------------
+                allowed = combine(g.mask(v) for g in r.guides) if r.guides else None
+            except Exception as exc:            # a failing guide ends its own row only
+                self._fail(r, exc)
+                continue
+            if allowed is not None:
+                keep_only(logits[i], allowed)
+                constrained[i] = True
+                r.constrained += 1
+        toks = self._sample(logits, rows)       # the one host sync per step (greedy rows)
+        events: list[Event] = []
+        for i, r in enumerate(rows):
+            if not r.live:
+                if r.output is None:
+                    events.append(self._finished(r))
+                continue
+            try:
+                self._row_step(r, i, toks[i], constrained[i], events)
+            except Exception as exc:
+                self._fail(r, exc)
+                events.append(self._finished(r))
+        return events
+
+    def _row_step(self, r: Row, i: int, tok: int, constrained: bool, events: list) -> None:
+        v, eng = r.view, self.engine
+        r.steps += 1
+        # -- 3. choose --------------------------------------------------------------------------
+        if v.forced:                              # queued by a guide: no sampling, no check
+            tok = v.forced.popleft()
+        elif r.spec.choose is not None:           # teacher forcing (replay.py)
+            tok = r.spec.choose(r, tok, constrained)
+            if tok is None:
+                return self._finish(r, "stop", events, settle=False)
+        elif not constrained:
+            tok = self._verify(r, i, tok)
+        # -- 4. accept, advance, resolve ---------------------------------------------------------
+        r.ck.accept(tok)
+        if tok in eng.eos or tok in r.spec.stop_ids:
+            return self._finish(r, "eos", events)
+        events.append(Event(TOKEN, r.id, token=tok, text=r.text_stream.push(tok)))
+        proposals = proposals_of(r.guides, lambda g: g.advance(v, tok))
+        r.ck.mark()
+        self._new_triggers(r, events)
+        if proposals and self._resolve(r, proposals, events):
+            return self._final(r, events)
+        for g in r.guides:
+            s = g.stop(v)
+            if s is not None:
+                r.stop = s if isinstance(s, Stop) else Stop("stop", cut=int(s))
+                return self._finish(r, "stop", events)
+        sampling = r.sampling
+        if len(v.tokens) >= sampling.max_new_tokens or r.steps >= 2 * sampling.max_new_tokens + 16:
+            return self._finish(r, "length", events)   # rollbacks re-do steps: bounded
+        self._final(r, events)
+
+    def _verify(self, r: Row, i: int, tok: int) -> int:
+        """A free sample: the first guide that refuses it gives the mask to resample under."""
+        for g in r.guides:
+            m = g.check(r.view, tok)
+            if m is not None and len(m):
+                keep_only(self.logits[i], m)
+                r.constrained += 1
+                s = r.sampling
+                sub = [r.gen] if r.gen is not None else None
+                return int(sample_rows(self.logits[i:i + 1], s.temperature, s.top_p, sub)[0])
+        return tok
+
+    def _resolve(self, r: Row, proposals: list, events: list) -> bool:
+        """Proposals to roll back: the shortest cut wins (True: the row was cut). A host that
+        does not roll back (replay) declines them."""
+        if r.spec.choose is not None and not getattr(r.spec.choose, "rollbacks", False):
+            for g, p in proposals:
+                g.declined(r.view, p)
+            r.ck.mark()                           # the guides' state after declining
+            return False
+        length, winners = Checkpoints.resolve(proposals)
+        if length < r.final_k:
+            raise RuntimeError(f"a guide cut below text it had declared final ({length} < {r.final_k} tokens)")
+        self._cut(r, length, winners)
+        events.append(Event(ROLLBACK, r.id, length=length, text=r.text_stream.reset(r.view.tokens)))
+        self._new_triggers(r, events)
+        return True
+
+    def _cut(self, r: Row, length: int, winners: list) -> None:
+        """Cut row r back to `length` tokens: guides restored (checkpoints.py), the cache columns
+        of the discarded inputs masked, token length-1 fed again (see the module docstring)."""
+        v = r.view
+        length = min(length, len(v.tokens))
+        r.ck.cut(length, winners)
+        r.seen_triggers = min(r.seen_triggers, len(v.triggers))
+        r.final_triggers = min(r.final_triggers, len(v.triggers))
+        cols = r.fed_cols[max(length - 1, 0):]
+        if length == 0:
+            cols = cols + [r.last_prompt_col]
+            r.refeed = r.spec.prompt_ids[-1]
+        else:
+            r.refeed = v.tokens[length - 1]
+        if cols:
+            self.attn[v.index, torch.tensor(cols, device=self.attn.device)] = 0
+        del r.fed_cols[max(length - 1, 0):]
+        r.rollbacks += 1
+
+    def _finish(self, r: Row, reason: str, events: list, settle: bool = True) -> None:
+        """The row ends — unless a guide still owed an answer settles it now and proposes a cut."""
+        if settle:
+            proposals = proposals_of(r.guides, lambda g: g.settle(r.view))
+            if proposals and self._resolve(r, proposals, events):
+                if r.view.tokens and (r.view.tokens[-1] in self.engine.eos
+                                      or r.view.tokens[-1] in r.spec.stop_ids):
+                    self._cut(r, len(r.view.tokens) - 1, [])   # never continue after end-of-text
+                r.stop = None
+                return self._final(r, events)
+            self._new_triggers(r, events)
+        if r.stop is not None:
+            events.append(Event(STOP, r.id, stop=r.stop))
+        r.finish = reason
+        events.append(self._finished(r))
+
+    def _fail(self, r: Row, exc: Exception) -> None:
+        r.finish = "error"
+        r.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+    def cancel(self, r: Row, reason: str = "cancelled") -> Event:
+        """End a row now (cancel, deadline): no settle, its text is what was final."""
+        r.finish = reason
+        return self._finished(r)
+
+    # -- text out -----------------------------------------------------------------------------
+    def _new_triggers(self, r: Row, events: list) -> None:
+        trig = r.view.triggers
+        while r.seen_triggers < len(trig):
+            events.append(Event(TRIGGER, r.id, trigger=trig[r.seen_triggers]))
+            r.seen_triggers += 1
+
+    def _final(self, r: Row, events: list) -> None:
+        """Text no guide will take back: every token whose text ends at or before the smallest
+        `final_upto`, and the triggers recorded up to it."""
+        v = r.view
+        f = min((g.final_upto(v) for g in r.finals), default=len(v.text))
+        k = len(v.tokens) if f >= len(v.text) else bisect.bisect_right(v.ends, f)
+        if k <= r.final_k:
+            return
+        text = "".join(r.final_stream.push(t) for t in v.tokens[r.final_k:k])
+        r.final_k = k
+        at = r.ck.trigger_at
+        n = r.final_triggers
+        while n < len(at) and at[n] <= k:
+            n += 1
+        new = tuple(v.triggers[r.final_triggers:n])
+        r.final_triggers = n
+        if text or new:
+            events.append(Event(FINAL, r.id, text=text, triggers=new))
+
+    def _finished(self, r: Row) -> Event:
+        v = r.view
+        cut = r.stop.cut if r.stop is not None else None
+        if r.finish in ("cancelled", "deadline", "error"):
+            text = self.engine.detok.decode(v.tokens[: r.final_k])   # what was verified
+        elif cut is None:
+            text = self.engine.detok.decode(v.tokens)
+        else:   # whole tokens before the cut, then the (ASCII: a line start) piece up to it
+            k = bisect.bisect_right(v.ends, cut)
+            text = self.engine.detok.decode(v.tokens[:k]) + v.text[(v.ends[k - 1] if k else 0): cut]
+        r.output = RowOutput(text, list(v.tokens), r.finish or "length", v.triggers, r.rollbacks,
+                             r.constrained, r.stop, r.id, r.error)
+        return Event(FINISHED, r.id, output=r.output)
+
+    def _sample(self, logits: torch.Tensor, rows: list[Row]) -> list[int]:
+        out = logits.argmax(dim=-1)
+        for i, r in enumerate(rows):
+            s = r.sampling
+            if r.live and s.temperature > 0:
+                out[i] = sample_rows(logits[i:i + 1], s.temperature, s.top_p, [r.gen])[0]
+        return out.tolist()
+
+    # -- 5. feed ------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def feed(self) -> None:
+        """One new column per live row (the accepted token, or the one re-fed after a cut)."""
+        col = self.columns
+        nxt = []
+        for r in self.rows:
+            v = r.view
+            if r.refeed is not None:
+                nxt.append(r.refeed)
+                r.refeed = None
+                if v.tokens:
+                    r.fed_cols.append(col)
+                else:
+                    r.last_prompt_col = col
+            else:
+                nxt.append(v.tokens[-1])
+                r.fed_cols.append(col)
+        dev = self.attn.device
+        self.attn = torch.cat([self.attn, torch.ones((len(self.rows), 1), dtype=torch.long, device=dev)], 1)
+        pos = self.attn.sum(-1, keepdim=True) - 1
+        ids = torch.tensor(nxt, dtype=torch.long, device=dev).unsqueeze(1)
+        self.logits, past = self.engine.forward(ids, self.attn, kv.cache(self.layers), pos)
+        self.layers = kv.layers(past)
 
 
 class Decoding:
-    """One `Engine.stream` call in progress: an iterator of events; `cancel(row_id)` any time;
-    `outputs` (RowOutput per spec, in order) once it is exhausted."""
+    """One `Engine.stream` call: a fixed set of rows decoded to the end, synchronously; an
+    iterator of events; `cancel(row_id)` any time; `outputs` (RowOutput per spec, in order) once
+    it is exhausted. Rows with the same prompt share one prefill."""
 
     def __init__(self, engine: Engine, specs: list[RowSpec], sampling: SamplingConfig):
         self.engine, self.specs, self.sampling = engine, specs, sampling
         self.outputs: list[RowOutput] = []
-        self.prefilled_rows = 0          # distinct prompts prefilled (rows sharing one count once)
+        self.prefilled_rows = 0          # distinct prompts prefilled
         self._cancelled: set = set()
         self._events = self._loop()
 
@@ -179,186 +536,22 @@ class Decoding:
 
     @torch.inference_mode()
     def _loop(self):
-        eng, sampling = self.engine, self.sampling
-        dev, B, vocab = eng.device, len(self.specs), eng.vocab
-        rows = [_Row(i, s, vocab, eng.detok, 0) for i, s in enumerate(self.specs)]
-        for r in rows:                  # before the prefill: guides may start analyses now
-            for g in r.spec.guides:
-                g.reset(r.view)
-        # -- 1. prefill -------------------------------------------------------------------------
-        logits, past, attn, self.prefilled_rows = eng._prefill([s.prompt_ids for s in self.specs])
+        eng = self.engine
+        rows = [eng.row(s, self.sampling, i) for i, s in enumerate(self.specs)]
+        batch = Batch(eng)
+        groups: dict[tuple, list[Row]] = {}
         for r in rows:
-            r.last_prompt_col = attn.shape[1] - 1
-        gens = make_generators([s.seed for s in self.specs], dev) if sampling.temperature > 0 else None
-        T, top_p = sampling.temperature, sampling.top_p
-        max_steps = 2 * sampling.max_new_tokens + 16   # rollbacks re-do steps; bound them
-        for _ in range(max_steps):
-            for r in rows:
-                if r.finish is None and r.id in self._cancelled:
-                    r.finish = "cancelled"
-                    yield self._finished(r)
-            if all(r.finish is not None for r in rows):
-                break
-            # -- 2. step ------------------------------------------------------------------------
-            constrained = [False] * B
-            for r in rows:
-                if r.finish is None and r.scorers and not r.view.forced:
-                    for g in r.scorers:             # guides that read the scores (tool tokens)
-                        g.logits(r.view, logits[r.view.index])
-                if r.finish is None and r.spec.guides and not r.view.forced:
-                    allowed = combine(g.mask(r.view) for g in r.spec.guides)
-                    if allowed is not None:
-                        keep_only(logits[r.view.index], allowed)
-                        constrained[r.view.index] = True
-                        r.constrained += 1
-            toks = sample_rows(logits, T, top_p, gens).tolist()   # the one host sync per step
-            for r in rows:
-                if r.finish is not None:
-                    continue
-                i, v, replay = r.view.index, r.view, r.spec.replay
-                tok = toks[i]
-                if v.forced:                        # queued by a guide: no sampling, no check
-                    tok = v.forced.popleft()
-                elif replay is not None:
-                    if len(v.tokens) >= len(replay):
-                        r.finish = "stop"
-                        yield self._finished(r)
-                        continue
-                    tok = replay[len(v.tokens)]
-                    if not constrained[i]:          # guides see the checks of generation (an
-                        for g in r.spec.guides:     # audit counts them); the replay token stays
-                            if g.check(v, tok) is not None:
-                                break
-                elif not constrained[i]:
-                    for g in r.spec.guides:
-                        m = g.check(v, tok)
-                        if m is not None and len(m):
-                            keep_only(logits[i], m)
-                            r.constrained += 1
-                            sub = [gens[i]] if gens else None
-                            tok = int(sample_rows(logits[i:i + 1], T, top_p, sub)[0])
-                            break
-                # accept
-                v.tokens.append(tok)
-                v.text += vocab.texts[tok]
-                v.ends.append(len(v.text))
-                if tok in eng.eos or tok in r.spec.stop_ids:
-                    back = self._settle(r)
-                    if back is not None:         # an owed analysis undid a name: go on
-                        yield from self._rolled_back(r, back, attn)
-                        continue
-                    r.finish = "eos"
-                    yield from self._new_triggers(r)
-                    yield self._finished(r)
-                    continue
-                yield Event(TOKEN, r.id, token=tok, text=r.stream.push(tok))
-                back = None
-                for g in r.spec.guides:
-                    b = g.advance(v, tok)
-                    if b is not None and back is None:
-                        back = b
-                yield from self._new_triggers(r)
-                if back is not None and replay is None:
-                    self._rollback(r, back, attn)
-                    yield Event(ROLLBACK, r.id, length=back, text=r.stream.reset(v.tokens))
-                else:
-                    for g in r.spec.guides:
-                        s = g.stop(v)
-                        if s is not None:
-                            back = self._settle(r)
-                            if back is not None:
-                                yield from self._rolled_back(r, back, attn)
-                                break
-                            r.stop = s if isinstance(s, Stop) else Stop("stop", cut=int(s))
-                            r.finish = "stop"
-                            yield Event(STOP, r.id, stop=r.stop)
-                            break
-                if r.finish is None and len(v.tokens) >= sampling.max_new_tokens:
-                    back = self._settle(r)
-                    if back is not None:
-                        yield from self._rolled_back(r, back, attn)
-                    else:
-                        r.finish = "length"
-                if r.finish is not None:
-                    yield self._finished(r)
-            if all(r.finish is not None for r in rows):
-                break
-            # -- 3. feed ------------------------------------------------------------------------
-            col = attn.shape[1]
-            nxt = torch.full((B, 1), eng.pad_id, dtype=torch.long)
-            new = torch.zeros((B, 1), dtype=torch.long)
-            for r in rows:
-                if r.finish is not None:
-                    continue
-                i, v = r.view.index, r.view
-                if r.refeed is not None:          # after a rollback to L: token L-1 again
-                    nxt[i, 0] = r.refeed
-                    r.refeed = None
-                    if v.tokens:
-                        r.fed_cols.append(col)
-                    else:
-                        r.last_prompt_col = col
-                else:
-                    nxt[i, 0] = v.tokens[-1]
-                    r.fed_cols.append(col)
-                new[i, 0] = 1
-            attn = torch.cat([attn, new.to(dev)], dim=1)
-            logits, past = eng._forward(nxt.to(dev), attn, past)
-        for r in rows:
-            if r.finish is None:
-                r.finish = "length"
-                yield self._finished(r)
+            groups.setdefault(tuple(r.spec.prompt_ids), []).append(r)
+        for prompt, group in groups.items():
+            logits, layers, _ = eng.prefill(list(prompt))
+            batch.add(group, logits, layers)
+        self.prefilled_rows = len(groups)
+        while batch.rows:
+            for r in batch.rows:
+                if r.live and r.id in self._cancelled:
+                    yield batch.cancel(r)
+            yield from batch.step()
+            batch.evict()
+            if batch.rows:
+                batch.feed()
         self.outputs = [r.output for r in rows]
-
-    def _new_triggers(self, r: _Row):
-        while r.seen_triggers < len(r.view.triggers):
-            yield Event(TRIGGER, r.id, trigger=r.view.triggers[r.seen_triggers])
-            r.seen_triggers += 1
-
-    def _finished(self, r: _Row) -> Event:
-        v = r.view
-        cut = r.stop.cut if r.stop is not None else None
-        if cut is None:
-            text = self.engine.detok.decode(v.tokens)
-        else:   # whole tokens before the cut, then the (ASCII: a line start) piece up to it
-            k = bisect.bisect_right(v.ends, cut)
-            text = self.engine.detok.decode(v.tokens[:k]) + v.text[(v.ends[k - 1] if k else 0): cut]
-        r.output = RowOutput(text, list(v.tokens), r.finish or "length", v.triggers, r.rollbacks,
-                             r.constrained, r.stop, r.id)
-        return Event(FINISHED, r.id, output=r.output)
-
-    def _settle(self, r: _Row) -> int | None:
-        """The row is about to finish: a guide still owed an answer (speculative analysis)
-        verifies the text now (Guide.settle) and may ask for a rollback (the row goes on).
-        Replayed rows ask too (the answer is recorded) but are never rolled back."""
-        for g in r.spec.guides:
-            back = g.settle(r.view)
-            if back is not None and r.spec.replay is None:
-                return back
-        return None
-
-    def _rolled_back(self, r: _Row, back: int, attn: torch.Tensor):
-        self._rollback(r, back, attn)
-        yield from self._new_triggers(r)
-        yield Event(ROLLBACK, r.id, length=back, text=r.stream.reset(r.view.tokens))
-
-    def _rollback(self, r: _Row, length: int, attn: torch.Tensor) -> None:
-        """Cut row r back to `length` tokens (see the module docstring)."""
-        v = r.view
-        i = v.index
-        cols = r.fed_cols[max(length - 1, 0):]
-        if length == 0:
-            cols = cols + [r.last_prompt_col]
-            r.refeed = r.spec.prompt_ids[-1]
-        else:
-            r.refeed = v.tokens[length - 1]
-        if cols:
-            attn[i, torch.tensor(cols, device=attn.device)] = 0
-        del v.tokens[length:]
-        del v.ends[length:]
-        del r.fed_cols[max(length - 1, 0):]
-        v.text = v.text[: v.ends[-1]] if v.ends else ""
-        v.forced.clear()
-        r.rollbacks += 1
-        for g in r.spec.guides:
-            g.rewind(v, length)

@@ -1,54 +1,116 @@
 """The same guides for users of `model.generate`: a transformers LogitsProcessor (mask-only).
 
     row_ctx = ctx.continued("")          # the prompt is row_ctx.before (no token healing here)
-    proc = GuidesLogitsProcessor(vocab, [[DereferenceMonitor(analyzer, rollback=False)]], [row_ctx])
+    proc = GuidesLogitsProcessor(vocab, [[DereferenceMonitor(analyzer, rollback=False)]], [row_ctx],
+                                 eos_token_id=tokenizer.eos_token_id)
     model.generate(ids, logits_processor=LogitsProcessorList([proc]), ...)
 
 Differences from the engine, which owns its loop: no rollback (binding positions such as
-`self.x = ...` are left unconstrained instead of speculated), and merged-dot tokens are verified
-only when they are the top-1 choice (the engine verifies whatever was sampled).
-Not here: the engine (engine.py).
+`self.x = ...` are left unconstrained instead of speculated; a proposal to roll back is
+declined, `Guide.declined`), and merged-dot tokens are verified only when they are the top-1
+choice (the engine verifies whatever was sampled). A guide's stop ends the row with end of text
+(its cut is not applied: the text up to the stop is generated); `settle` is called when a row
+is about to end (its proposals are declined too).
+Each `generate` call starts afresh (the processor notices a new prompt and resets its guides);
+`num_return_sequences` > 1 gives every sequence its own copy of its prompt's guides. Beam search
+reorders sequences between steps, which per-row guide state cannot follow: refused with a
+GroundcodeError.
+Not here: the engine (engine.py). Test: tests/test_hf_adapter.py.
 """
 from __future__ import annotations
+
+import copy
 
 import torch
 from transformers import LogitsProcessor
 
-from .guides.base import Guide, RowView
+from ..errors import GroundcodeError
+from .guides.base import Guide, RowView, as_rollback
 from .masking import combine, keep_only
 
 
 class GuidesLogitsProcessor(LogitsProcessor):
-    def __init__(self, vocab, guides: list[list[Guide]], contexts: list[object]):
+    def __init__(self, vocab, guides: list[list[Guide]], contexts: list[object], eos_token_id=None):
         self.vocab = vocab
-        self.rows = [RowView(i, c, vocab) for i, c in enumerate(contexts)]
-        self.guides = guides
-        self.prompt_len: int | None = None
-        for r, gs in zip(self.rows, guides):
+        self.contexts = list(contexts)
+        self.prompt_guides = [list(gs) for gs in guides]
+        eos = eos_token_id if isinstance(eos_token_id, (list, tuple, set)) else [eos_token_id]
+        self.eos = [int(e) for e in eos if e is not None]
+        self._begin(len(self.contexts), fresh=False)
+
+    def _begin(self, batch: int, fresh: bool = True) -> None:
+        """Rows for a new generation of `batch` sequences (a multiple of the prompts)."""
+        P = len(self.contexts)
+        if batch % P:
+            raise GroundcodeError(f"GuidesLogitsProcessor: {batch} sequences for {P} prompts "
+                                  "(expected a multiple: num_return_sequences)")
+        k = batch // P
+        self.rows, self.guides = [], []
+        for b in range(batch):
+            i = b // k                            # generate() expands prompts with repeat_interleave
+            gs = self.prompt_guides[i]
+            if fresh or b % k:
+                gs = [copy.copy(g) for g in gs]
+            self.rows.append(RowView(b, self.contexts[i], self.vocab))
+            self.guides.append(gs)
             for g in gs:
-                g.reset(r)
+                g.reset(self.rows[-1])
+        self.stopped = [False] * batch
+        self.prompt_len: int | None = None
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        B, T = input_ids.shape
+        if self.prompt_len is not None and (
+                B != len(self.rows) or T <= self.prompt_len + len(self.rows[0].tokens)
+                or not torch.equal(input_ids[:, : self.prompt_len].cpu(), self._prompt)):
+            self._begin(B)                        # another generate() call: start afresh
+        elif self.prompt_len is None and B != len(self.rows):
+            self._begin(B)
         if self.prompt_len is None:
-            self.prompt_len = input_ids.shape[1]
+            self.prompt_len = T
+            self._prompt = input_ids.detach().cpu().clone()
         for row, gs in zip(self.rows, self.guides):
             i = row.index
-            new = input_ids[i, self.prompt_len + len(row.tokens):].tolist()
-            for tok in new:                     # what generate() sampled since the last call
-                row.tokens.append(tok)
-                row.text += self.vocab.texts[tok]
+            seen = input_ids[i, self.prompt_len: self.prompt_len + len(row.tokens)].tolist()
+            if seen != row.tokens:
+                raise GroundcodeError("GuidesLogitsProcessor cannot follow beam search (num_beams > 1): "
+                                      "sequences are reordered between steps; use greedy or sampling")
+            for tok in input_ids[i, self.prompt_len + len(row.tokens):].tolist():
+                row.tokens.append(tok)            # what generate() chose since the last call
+                row.text += self.vocab.texts[tok] if tok < len(self.vocab.texts) else ""
                 row.ends.append(len(row.text))
+                if self.stopped[i]:
+                    continue
                 for g in gs:
-                    g.advance(row, tok)         # rollback requests cannot be honoured here
+                    p = as_rollback(g.advance(row, tok))
+                    if p is not None:             # no rollback here: carry on
+                        g.declined(row, p)
+                if any(g.stop(row) is not None for g in gs):
+                    self._settle(row, gs)
+                    self.stopped[i] = True
+            if self.stopped[i]:
+                if not self.eos:
+                    raise GroundcodeError("a guide stopped a row: pass eos_token_id= to GuidesLogitsProcessor")
+                scores[i].fill_(float("-inf"))
+                scores[i, self.eos] = 0.0         # end the row
+                continue
             allowed = combine(g.mask(row) for g in gs)
-            if allowed is None and gs:
-                top = int(scores[i].argmax())
-                if self.vocab.has_dot[top]:
-                    for g in gs:
-                        m = g.check(row, top)
-                        if m is not None and len(m):
-                            allowed = m
-                            break
+            top = int(scores[i].argmax())
+            if allowed is None and gs and top < len(self.vocab.texts) and self.vocab.has_dot[top]:
+                for g in gs:
+                    m = g.check(row, top)
+                    if m is not None and len(m):
+                        allowed = m
+                        break
             if allowed is not None and len(allowed):
                 keep_only(scores[i], allowed)
+            elif top in self.eos:
+                self._settle(row, gs)             # about to end: what is owed is recorded
         return scores
+
+    @staticmethod
+    def _settle(row: RowView, gs) -> None:
+        for g in gs:
+            p = as_rollback(g.settle(row))
+            if p is not None:
+                g.declined(row, p)

@@ -144,12 +144,15 @@ def run(tasks: list[dict], out: Path, cfg: RunConfig, *, generator=None, oracle:
 
 
 def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dict, progress) -> int:
+    from dataclasses import replace
+
     from ..config import PromptConfig, SamplingConfig, ToolConfig
-    gen.monitor.enabled = cfg.monitor
-    gen.tools = ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold, entropy=cfg.tool_entropy)
-    gen.prompts = gen.prompt_builder(PromptConfig(fim=cfg.fim, heal=cfg.heal,
-                                                  max_prompt_tokens=cfg.max_prompt_tokens,
-                                                  declarations=cfg.declarations))
+    # A view with this run's configuration: the caller's generator is never changed in place.
+    gen = gen.view(monitor=replace(gen.monitor, enabled=cfg.monitor),
+                   tools=ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold,
+                                    entropy=cfg.tool_entropy),
+                   prompt=PromptConfig(fim=cfg.fim, heal=cfg.heal, max_prompt_tokens=cfg.max_prompt_tokens,
+                                    declarations=cfg.declarations))
     for k in range(0, len(todo), cfg.batch):
         chunk = todo[k:k + cfg.batch]
         ctxs = [context_for(t) for t in chunk]

@@ -10,22 +10,33 @@ A guide is a small state machine (MGD eq. 1-4: trigger -> analysis -> mask -> up
                              Must be ~free when the guide is waiting.
     check(row, token)        after a *free* sample: None = accept, or allowed ids to resample
                              under (how merged-dot BPE tokens such as `.append` get verified)
-    advance(row, token)      the token was accepted; may return a length to roll back to
-    rewind(row, length)      the row was cut back to `length` tokens (by this or another guide)
+    advance(row, token)      the token was accepted; may return a `Rollback(length, reason)`
+                             proposal (a bare int is Rollback(int, "guide"))
     stop(row)                None; or a `Stop(reason, cut, payload)` (the engine emits a stop
                              event and ends the row); a bare int is Stop("stop", cut=int)
     settle(row)              the row is about to finish (eos, stop, length): settle what is
-                             still open (an analysis answer owed) and maybe return a length to
-                             roll back to (the row then goes on)
+                             still open (an analysis answer owed); may return a Rollback (the
+                             row then goes on)
+
+Checkpoints belong to the engine (decoding/checkpoints.py): after every accepted token it takes
+`snapshot()` of every guide (cheap: a waiting guide returns the same immutable object), and on
+any cut — whoever proposed it — it restores every guide with `restore(row, snap)` (`row` is
+already cut back) and drops the triggers recorded after the cut. Proposals are resolved by the
+engine: the shortest cut wins, and only then is its proposer told, `rolled_back(row, proposal)`,
+where it sets its redo state (a guide never changes state merely by asking). A host that cannot
+roll back (teacher-forced replay) calls `declined(row, proposal)` instead.
+`final_upto(row)` says how far the row's text is final (no proposal of this guide will ever cut
+below it): text after an unresolved speculation is held back from streams until it settles.
 
 Seams for remedies: `row.force(ids)` queues tokens the engine feeds next without sampling
 (a tool-token guide inserts a chosen suggestion; a lone remaining candidate is fast-forwarded);
 a `Stop` carries a payload out to whoever consumes the engine's events (DAG++ stops at an
-unknown API and re-prompts). A rollback clears the row's forced queue.
+unknown API and re-prompts). A cut clears the row's forced queue.
 
 Guides compose per row: masks are intersected, the first non-None check wins, the first
 guide that stops ends the row.
-Not here: the loop (engine.py). Test: tests/test_engine.py (forced tokens, stop events).
+Not here: the loop (engine.py), checkpoints (checkpoints.py), the registry by name (registry.py).
+Test: tests/test_engine.py (forced tokens, stop events, proposals), tests/test_guides_rewind.py.
 """
 from __future__ import annotations
 
@@ -72,6 +83,8 @@ class RowView:
     ends: list[int] = field(default_factory=list)   # ends[k] = len(text) after token k
     triggers: list[TriggerRecord] = field(default_factory=list)
     forced: deque = field(default_factory=deque)    # token ids the engine feeds next, unsampled
+    cancelled: object = None            # a threading.Event set when the row is cancelled (waits
+                                        # on analysis answers should end at once when it is set)
 
     def force(self, ids) -> None:
         """Queue tokens to be accepted next without sampling (guides still advance on them)."""
@@ -91,25 +104,20 @@ def token_flags(vocab) -> tuple[list, list]:
     return flags
 
 
-class History:
-    """A stateful guide's snapshots by generated length, for an exact rewind: `mark` after each
-    accepted token (later entries of an undone text are dropped), `back(length)` returns
-    (triggers the row had, snapshot) as they were when the text was `length` tokens long."""
+@dataclass(frozen=True)
+class Rollback:
+    """A guide's proposal to cut the row back to `length` tokens; `payload` is the guide's own
+    (what it will set in `rolled_back` if its proposal wins)."""
+    length: int
+    reason: str = "guide"
+    payload: object = None
 
-    def __init__(self):
-        self._h: list[tuple[int, int, tuple]] = []
 
-    def mark(self, row: "RowView", snap: tuple) -> None:
-        h, n = self._h, len(row.tokens)
-        while h and h[-1][0] >= n:
-            h.pop()
-        h.append((n, len(row.triggers), snap))
-
-    def back(self, length: int) -> tuple[int, tuple]:
-        h = self._h
-        while len(h) > 1 and h[-1][0] > length:
-            h.pop()
-        return h[-1][1], h[-1][2]
+def as_rollback(value) -> "Rollback | None":
+    """What advance/settle returned, as a proposal (None, an int or a Rollback)."""
+    if value is None or isinstance(value, Rollback):
+        return value
+    return Rollback(int(value))
 
 
 class Guide:
@@ -127,14 +135,30 @@ class Guide:
     def check(self, row: RowView, token: int) -> np.ndarray | None:
         return None
 
-    def advance(self, row: RowView, token: int) -> int | None:
+    def advance(self, row: RowView, token: int) -> "Rollback | int | None":
         return None
-
-    def rewind(self, row: RowView, length: int) -> None:
-        pass
 
     def stop(self, row: RowView) -> "Stop | int | None":
         return None
 
-    def settle(self, row: RowView) -> int | None:
+    def settle(self, row: RowView) -> "Rollback | int | None":
         return None
+
+    # -- checkpoints (the engine owns them) ----------------------------------------------------
+    def snapshot(self) -> object:
+        """This guide's state after the last accepted token; immutable (or never mutated)."""
+        return None
+
+    def restore(self, row: RowView, snap: object) -> None:
+        """Back to a snapshot; `row` is already cut back to the snapshot's length."""
+
+    def rolled_back(self, row: RowView, proposal: Rollback) -> None:
+        """This guide's proposal won: the row was cut and every guide restored; set the state to
+        redo from here (e.g. the trigger again, now under the mask)."""
+
+    def declined(self, row: RowView, proposal: Rollback) -> None:
+        """The host does not roll back (teacher-forced replay): carry on as if accepted."""
+
+    def final_upto(self, row: RowView) -> int:
+        """Text offset up to which the row's text is final for this guide (default: all)."""
+        return len(row.text)

@@ -1,7 +1,8 @@
 """Stop when the generated code dedents to (or past) a given column: the end of a function body
 (back to the `def`'s level) or of the block a cursor is in. Checked when a line gets its first
 non-blank character, by the one body-end rule (`pycode.ends_block`: lines inside multi-line
-strings don't count), the rule scoring cuts completions with too."""
+strings don't count), the rule scoring cuts completions with too. A line with no content yet may
+still be cut (it may dedent): its text is held back from streams (`final_upto`)."""
 from __future__ import annotations
 
 from ...pycode import Lexer, ends_block
@@ -18,15 +19,20 @@ class BodyEnd(Guide):
         self._has_content = False      # the current line already has a non-blank character
         self._cut: int | None = None
 
-    def rewind(self, row: RowView, length: int) -> None:
-        """Exact: the state is a function of the text (no cut before the last token)."""
-        self._cut = None
+    def snapshot(self) -> tuple:
+        return (self._has_content, self._cut)
+
+    def restore(self, row: RowView, snap: tuple) -> None:
+        self._has_content, self._cut = snap
         self._lexer.rewind(len(getattr(row.context, "lex_prefix", "")) + len(row.text))
+
+    def final_upto(self, row: RowView) -> int:
+        if self._has_content:
+            return len(row.text)
         start = row.text.rfind("\n") + 1
         if start == 0 and not getattr(row.context, "starts_at_line", True):
-            self._has_content = True
-        else:
-            self._has_content = bool(row.text[start:].strip(" \t"))
+            return len(row.text)
+        return start
 
     def advance(self, row: RowView, token: int) -> int | None:
         if self._has_content and not self._newline[token]:

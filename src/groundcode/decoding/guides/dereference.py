@@ -27,12 +27,17 @@ reason in the trigger record, where the answer cannot be trusted: empty answers,
 classes with dynamic attributes or unresolved bases (the analyzer says so), and receivers whose
 type Jedi would only guess (an unannotated parameter). Dunders are always allowed.
 
-`rewind` is exact: the monitor keeps a snapshot of its state at every token count where it
-changed, so a rollback by any guide followed by the same tokens gives the same masks.
 Analysis is asked through the analyzer interface (analysis/base.py: `ask` -> ticket, polled with
 `result(0)`); the only blocking waits (a host that cannot roll back, the row's end) go through
 the batch's `WaitPolicy` (analysis/wait.py). The analyzer sees `ctx.splice(text)`; prefetches
 see `ctx.probe(receiver)` (context.py).
+Checkpoints are the engine's: `snapshot()` is the monitor's state as one immutable tuple (the
+same object while it waits, so free steps cost nothing), `restore` puts it back after a cut by
+any guide, so a cut followed by the same tokens gives the same masks. A name that is not a
+member is a proposal, `Rollback(checkpoint, "not a member", (candidates, record, owed text))`:
+the monitor enters its redo state (NARROW under the mask, the record marked rolled back) only in
+`rolled_back`, once the engine has chosen that cut. `final_upto` holds back the text after a
+trigger whose answer is still owed (SPEC, FREE, PENDING and the late answers).
 Not here: jedi (analysis/jedi_*.py), name narrowing (narrowing.py), the loop (decoding/engine.py).
 """
 from __future__ import annotations
@@ -47,7 +52,7 @@ from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, c
                        receiver_before)
 from ...analysis.base import MembersQuery, empty_answer
 from ...analysis.wait import WaitPolicy
-from .base import Guide, History, RowView, TriggerRecord, token_flags
+from .base import Guide, Rollback, RowView, TriggerRecord, token_flags
 from .narrowing import Narrowing, is_dunder
 
 WAIT, NARROW, FREE, PENDING, SPEC = "wait", "narrow", "free", "pending", "spec"
@@ -94,8 +99,7 @@ class DereferenceMonitor(Guide):
             self._class_text = before[cls_off:] + "\n" + after[: len(after) if end is None else end]
         self.state = WAIT
         self._clear()
-        self._hist = History()
-        self._redo: int | None = None
+        self._snap_cache = None
         self._hold = 0                            # a cursor inside a name: its length
         self._signature()
         # The cursor may sit right after a dot (`obj.|`) or inside the name after one
@@ -112,7 +116,7 @@ class DereferenceMonitor(Guide):
                 self._cursor_name(row, m.group(1) or "")
         self._hold = 0
         self._prefetch(asked)
-        self._mark(row)
+        self._snap_cache = None
 
     def _clear(self) -> None:
         self.nar: Narrowing | None = None       # the candidates and the name's progress
@@ -130,33 +134,66 @@ class DereferenceMonitor(Guide):
                                                   # (ticket, record, name, checkpoint, need, dot count, extra)
         self._pending = None                      # (token, trigger, triggers before, ids) of check()
 
-    # -- exact rewind -------------------------------------------------------------------------
+    # -- checkpoints (the engine's) ----------------------------------------------------------
     def _snap(self) -> tuple:
         nar = self.nar
         return (self.state, nar, nar.snapshot() if nar is not None else None, self.ticket,
                 self.spec_typed, self.spec_done, self.record, self.checkpoint, self.dot_tokens,
                 self.name_end, self.free_ok, self.rollback_need, self._extra_names, self.late)
 
-    def _restore(self, s: tuple) -> None:
+    def snapshot(self) -> tuple:
+        s = self._snap_cache
+        if s is None:
+            s = self._snap_cache = self._snap()
+        return s
+
+    def restore(self, row: RowView, s: tuple) -> None:
         (self.state, self.nar, ns, self.ticket, self.spec_typed, self.spec_done, self.record,
          self.checkpoint, self.dot_tokens, self.name_end, self.free_ok, self.rollback_need,
          self._extra_names, self.late) = s
         if self.nar is not None:
             self.nar.restore(ns)
         self._pending = None
-
-    def _mark(self, row: RowView) -> None:
-        self._hist.mark(row, self._snap())
-
-    def rewind(self, row: RowView, length: int) -> None:
+        self._snap_cache = s
         self.lexer.rewind(len(self.prefix) + len(row.text))
-        n_triggers, snap = self._hist.back(length)
-        if self._redo is not None and self._redo == length:
-            self._redo = None                     # our own rollback: the redo state is set
-        else:
-            self._restore(snap)
-            del row.triggers[n_triggers:]         # triggers of the undone text never happened
-        self._mark(row)
+
+    def rolled_back(self, row: RowView, proposal: Rollback) -> None:
+        """Our proposal won: redo the trigger under the mask, no second chance to write freely."""
+        nar, rec, need = proposal.payload
+        if not any(t is rec for t in row.triggers):
+            row.triggers.append(rec)              # a merged-dot trigger: its token is redone
+        rec.rolled_back = True
+        rec.chosen = None
+        nar.need, nar.typed = need, ""
+        self.nar, self.record = nar, rec
+        self.checkpoint, self.rollback_need = proposal.length, need
+        self.late = tuple(e for e in self.late if e[3] < proposal.length)
+        self.ticket = None
+        self.free_ok = False
+        self.spec_typed, self.spec_done = "", False
+        self.state = NARROW
+        self._snap_cache = None
+
+    def declined(self, row: RowView, proposal: Rollback) -> None:
+        """A host that does not roll back (replay): the name stays; carry on as after a binding."""
+        rec = proposal.payload[1]
+        rec.rolled_back = True
+        rec.chosen = None
+        self.ticket, self.nar = None, None
+        self.state = WAIT
+        self._snap_cache = None
+
+    def final_upto(self, row: RowView) -> int:
+        """Text after a trigger whose answer is still owed may be cut: held back."""
+        if self.state is WAIT and not self.late:
+            return len(row.text)
+        cps = [e[3] for e in self.late]
+        if self.state in (SPEC, FREE, PENDING):
+            cps.append(self.checkpoint)
+        if not cps:
+            return len(row.text)
+        c = min(cps)
+        return row.ends[c - 1] if 0 < c <= len(row.ends) else (0 if c <= 0 else len(row.text))
 
     # -- analysis -----------------------------------------------------------------------------
     def _rebinds(self, root: str, generated: str) -> str:
@@ -336,11 +373,10 @@ class DereferenceMonitor(Guide):
     def advance(self, row: RowView, token: int) -> int | None:
         if self.state is WAIT and self._pending is None and not self._dot[token] and not self.late:
             return None                     # the common free step: nothing to do
+        self._snap_cache = None
         back = self._poll_late(row) if self.late else None
         if back is None:
             back = self._advance(row, token)
-        if back is None:
-            self._mark(row)
         return back
 
     def _advance(self, row: RowView, token: int) -> int | None:
@@ -508,8 +544,7 @@ class DereferenceMonitor(Guide):
             if nar is None or nar.fits(name):
                 continue
             self.late = tuple(keep)
-            self.nar, self.record, self.checkpoint, self.rollback_need = nar, rec, checkpoint, need
-            return self._redo_under_mask(row)
+            return Rollback(checkpoint, "not a member", (nar, rec, need))
         self.late = tuple(keep)
         return None
 
@@ -517,6 +552,7 @@ class DereferenceMonitor(Guide):
         """The row is about to finish: wait for the answers still owed — all together, up to
         the analyzer's deadline and the batch's shared window (WaitPolicy) — and roll back to a
         name that is not a member."""
+        self._snap_cache = None
         owed = [e[0] for e in self.late]
         if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
             owed.append(self.ticket)
@@ -529,8 +565,7 @@ class DereferenceMonitor(Guide):
                 self.record.reason = "timeout"
             elif self._answered(row, self.record, a) and not (
                     self.record.binding or self.nar.fits(self.spec_typed, complete=self.spec_done)):
-                self._redo_under_mask(row)
-                return self.checkpoint
+                return self._redo_under_mask(row)
             self.state = WAIT
         if self.late:
             return self._poll_late(row, settling=True)
@@ -551,20 +586,7 @@ class DereferenceMonitor(Guide):
             return self._scan(row, t, max(0, self.name_end - (len(row.text) - len(t))))
         return self._redo_under_mask(row)
 
-    def _redo_under_mask(self, row: RowView) -> int:
-        """Not a member and not a binding: undo the name and redo the trigger under the mask."""
-        rec = self.record
-        for k in range(len(row.triggers) - 1, -1, -1):   # later triggers are undone with it
-            if row.triggers[k] is rec:
-                del row.triggers[k + 1:]
-                break
-        self.late = tuple(e for e in self.late if e[3] < self.checkpoint)
-        self.ticket = None
-        rec.rolled_back = True
-        rec.chosen = None
-        self.nar.need, self.nar.typed = self.rollback_need, ""
-        self.free_ok = False
-        self.spec_typed, self.spec_done = "", False
-        self.state = NARROW
-        self._redo = self.checkpoint
-        return self.checkpoint
+    def _redo_under_mask(self, row: RowView) -> Rollback:
+        """Not a member and not a binding: propose to undo the name and redo the trigger under
+        the mask (the state changes in `rolled_back`, if the engine takes this cut)."""
+        return Rollback(self.checkpoint, "not a member", (self.nar, self.record, self.rollback_need))

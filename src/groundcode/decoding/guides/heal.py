@@ -2,7 +2,8 @@
 
 While the generated text is shorter than `owed`, only tokens that agree with the rest of it are
 allowed: a token that is a prefix of the rest (`"    "` of eight spaces), or one that starts
-with the whole rest and goes on (`"        return"`, or Qwen's `"       "` + `" return"`). So
+with the whole rest and goes on (`"        return"`, or Qwen's `"       "` + `" return"`) — but
+not with more indentation (a space or tab right after owed indentation would over-indent). So
 the model itself chooses how the indentation merges with the next word, whatever the
 tokenizer. Stateless (derived from the row's text), so a rewind is exact.
 Not here: where the owed text comes from (decoding/prompt.py). Test: tests/test_prompt.py.
@@ -33,7 +34,10 @@ class _Agreeing:
         if got is None:
             lo = bisect.bisect_left(self.sorted_texts, rest)
             hi = bisect.bisect_left(self.sorted_texts, rest + "\U0010ffff")
-            parts = [self.sorted_ids[lo:hi]]
+            # whole rest, then anything but more indentation
+            going_on = [i for t, i in zip(self.sorted_texts[lo:hi], self.sorted_ids[lo:hi].tolist())
+                        if len(t) == len(rest) or rest[-1] not in " \t" or t[len(rest)] not in " \t"]
+            parts = [np.array(going_on, dtype=np.int64)]
             parts += [np.array(self.by_text.get(rest[:k], []), dtype=np.int64) for k in range(1, len(rest))]
             got = np.unique(np.concatenate(parts))
             self.cache[rest] = got

@@ -25,6 +25,10 @@ States (one row):
     NARROW   the mask allows tokens that continue the keyword name (vocab index, as the
              dereference monitor does); back to ARGS once the name is complete.
 
+Checkpoints are the engine's (`snapshot`/`restore`); a wrong keyword is a proposal
+(`Rollback(argument start, "wrong keyword", owed text)`) and NARROW is entered in
+`rolled_back`, once the engine has taken that cut. Text from the current argument's start on
+is held back (`final_upto`) where such a cut may come.
 Nested calls inside the arguments are not followed (one call at a time); a keyword merged into
 the same token as the `(` (`(Foo=`) is seen too late to be redone and is only recorded.
 Not here: where signatures come from (analysis/sdk.py), tensors, the loop.
@@ -38,7 +42,7 @@ import numpy as np
 
 from ...analysis.base import SignatureQuery
 from ...pycode import ArgScanner, Lexer, ident_run, receiver_before
-from .base import Guide, RowView, TriggerRecord
+from .base import Guide, Rollback, RowView, TriggerRecord
 
 WAIT, ARGS, NARROW = "wait", "args", "narrow"
 
@@ -94,22 +98,32 @@ class KeywordArgMonitor(Guide):
         self.allowed: frozenset = frozenset()
         self.typed = ""
         self.need = ""
-        self._rolling = False
         self.pending = None          # (ticket, callee, call_start): a signature still running
 
-    def rewind(self, row: RowView, length: int) -> None:
+    # -- checkpoints (the engine's) ----------------------------------------------------------
+    def snapshot(self) -> tuple:
+        return (self.state, self.sig, self.keyword_only, self.record, self.call_start, self.scan,
+                self.cs, self.allowed, self.typed, self.need, self.pending)
+
+    def restore(self, row: RowView, snap: tuple) -> None:
+        (self.state, self.sig, self.keyword_only, self.record, self.call_start, self.scan,
+         self.cs, self.allowed, self.typed, self.need, self.pending) = snap
         self.lexer.rewind(len(self.prefix) + len(row.text))
-        if self.pending is not None and len(row.text) < self.pending[2]:
-            self.pending = None      # the `(` it was asked for is undone
-        if self._rolling:            # our own rollback: NARROW was set by advance()
-            self._rolling = False
-            return
-        if self.state != WAIT:
-            if len(row.text) < self.call_start:
-                self.state = WAIT
-            else:
-                self.state, self.typed, self.need = ARGS, "", ""
-                self.scan = ArgScanner().feed(row.text[self.call_start:])
+
+    def rolled_back(self, row: RowView, proposal: Rollback) -> None:
+        """Our `wrong=` proposal won: the argument is redone with its name under the mask."""
+        self.need = proposal.payload
+        self.record.rolled_back = True
+        self.state, self.typed = NARROW, ""
+        self.scan = ArgScanner().feed(row.text[self.call_start:])
+        self.cs = None
+        self._candidates(row)
+
+    def final_upto(self, row: RowView) -> int:
+        """A wrong keyword cuts back to where its argument began: text from there is held."""
+        if self.state == WAIT or self.keyword_only or not self.rollback:
+            return len(row.text)
+        return min(len(row.text), self.call_start + self.scan.arg_at)
 
     # -- analysis -----------------------------------------------------------------------------
     def _paren_is_code(self, full: str, k: int) -> bool:
@@ -314,11 +328,5 @@ class KeywordArgMonitor(Guide):
             if keep < self.call_start or name_at < 0:
                 self.record.reason = "wrong keyword merged with the `(` token: not redone"
                 return None
-            self.need = row.text[keep:name_at]
-            self.record.rolled_back = True
-            self.state, self.typed, self._rolling = NARROW, "", True
-            self.scan = ArgScanner().feed(row.text[self.call_start:keep])
-            self.cs = None
-            self._candidates(row)
-            return back
+            return Rollback(back, "wrong keyword", row.text[keep:name_at])
         return None

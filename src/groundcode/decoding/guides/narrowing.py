@@ -63,7 +63,10 @@ class Narrowing:
         return self.vocab.allowed_in(cs, self.typed, self.need)
 
     def accepts(self, text: str) -> bool:
-        """Would a token with this text be allowed next (hidden names included)?"""
+        """Would a token with this text be allowed next (hidden names included)? A token with
+        no text (end of text, `<COMP>`, other special tokens) only where the name is complete."""
+        if not text:
+            return not self.need and self.typed in self.names
         need = self.need
         if need:
             k = min(len(need), len(text))

@@ -29,8 +29,11 @@ class StopAt(Guide):
         self._newline = token_flags(row.vocab)[1]
         self._cut: int | None = None
 
-    def rewind(self, row: RowView, length: int) -> None:
-        self._cut = None
+    def snapshot(self):
+        return self._cut
+
+    def restore(self, row: RowView, snap) -> None:
+        self._cut = snap
         self._lexer.rewind(len(self._prefix) + len(row.text))
 
     def advance(self, row: RowView, token: int) -> int | None:

@@ -1,6 +1,8 @@
 """Stop a row at the first occurrence of any of a few strings (e.g. DS-1000's `</code>`).
 
 Only the tail that a new token can complete is searched, so a step costs O(longest stop string).
+Text that may be the start of a stop string is held back from streams (`final_upto`): it is cut
+if the rest of the stop string follows.
 Test: tests/test_ds1000.py (the generation path with the tiny model).
 """
 from __future__ import annotations
@@ -17,9 +19,22 @@ class StopStrings(Guide):
         self._cut: int | None = None
         self._seen = 0                      # text before this index was searched already
 
-    def rewind(self, row: RowView, length: int) -> None:
-        self._cut = None
-        self._seen = 0
+    def snapshot(self):
+        return (self._cut, self._seen)
+
+    def restore(self, row: RowView, snap) -> None:
+        self._cut, self._seen = snap
+        self._seen = min(self._seen, len(row.text))
+
+    def final_upto(self, row: RowView) -> int:
+        text = row.text
+        if self._cut is not None:
+            return self._cut
+        for k in range(min(self._longest - 1, len(text)), 0, -1):   # a stop string's start at the end
+            tail = text[-k:]
+            if any(s.startswith(tail) for s in self.stops):
+                return len(text) - k
+        return len(text)
 
     def advance(self, row: RowView, token: int) -> int | None:
         text = row.text

@@ -34,7 +34,8 @@ be a keyword. After a failed call <COMP> is banned for one step (no loop of empt
 
 Composable with the dereference monitor: masks intersect, so right after a code dot (where the
 monitor narrows to members) <COMP> is masked out and the monitor does the job; elsewhere this
-guide does. Rewind is exact (a snapshot per token count), as the monitor's.
+guide does. Its state is one snapshot tuple per token for the engine's checkpoints (the records
+of triggers are dropped by the engine on a cut, by their token index, never by this guide).
 Triggers are recorded as TriggerRecord(receiver="<COMP>" or "<entropy>", ...).
 The analyzer is asked through its interface (`NamesQuery` -> ticket); the tool call needs the
 answer before the model writes on, so a running one is waited for through the batch's
@@ -54,7 +55,7 @@ import numpy as np
 from ...analysis.base import NamesQuery, empty_answer
 from ...analysis.wait import WaitPolicy
 from ...pycode import Lexer
-from .base import Guide, History, RowView, TriggerRecord
+from .base import Guide, RowView, TriggerRecord
 from .narrowing import Narrowing, is_dunder
 
 WAIT, SELECT = "wait", "select"
@@ -88,23 +89,16 @@ class ToolCallGuide(Guide):
         self.record: TriggerRecord | None = None
         self.ban = False                   # <COMP> banned for the next step (after a failed call)
         self.lexer = Lexer(getattr(self.ctx, "lex_prefix", ""))
-        self._hist = History()
-        self._mark(row)
 
-    def _snap(self) -> tuple:
+    def snapshot(self) -> tuple:
         nar = self.nar
         return (self.state, nar, nar.snapshot() if nar is not None else None, self.record, self.ban)
 
-    def _mark(self, row: RowView) -> None:
-        self._hist.mark(row, self._snap())
-
-    def rewind(self, row: RowView, length: int) -> None:
-        n_triggers, (self.state, self.nar, ns, self.record, self.ban) = self._hist.back(length)
+    def restore(self, row: RowView, snap: tuple) -> None:
+        self.state, self.nar, ns, self.record, self.ban = snap
         if self.nar is not None:
             self.nar.restore(ns)
-        del row.triggers[n_triggers:]
         self.lexer.rewind(len(getattr(self.ctx, "lex_prefix", "")) + len(row.text))
-        self._mark(row)
 
     # -- the engine's hooks -------------------------------------------------------------------
     def logits(self, row: RowView, scores) -> None:
@@ -155,7 +149,6 @@ class ToolCallGuide(Guide):
             if end is not None:
                 self.record.chosen = self.nar.typed
                 self.state, self.nar = WAIT, None
-        self._mark(row)
         return None
 
     # -- the tool call ------------------------------------------------------------------------

@@ -1,0 +1,199 @@
+"""Concurrency through the session: N requests at once (continuous batching) against the same N
+requests one at a time, in one run, grounding on; and a next-keystroke request with prefix reuse
+against the same request cold.
+
+    python benchmarks/concurrency.py                       # the registry default (smollm2-135m)
+    python benchmarks/concurrency.py --model tiny --quick  # a smoke run with the bundled model
+
+Requests: cursor and function contexts of tests/fixtures/shop, plus (when built) the standing
+benchmark's tasks (`--tasks`, default ~/.cache/groundcode/bench/standing/tasks.jsonl: up to
+`--per-kind` function and dereference tasks), cycled to N. Both runs of a level use a session
+with the prefix cache off (so batching alone is measured) and the same greedy requests.
+Figures per level (1, 4, 16): wall seconds one at a time and at once, their ratio (throughput
+gain), p50/p95 request latency (submit to done) in both modes, errors, generated tokens, and
+the process's resident memory before the level and after it. Next keystroke: for cursor sites
+at column c, the request at c+1 (one more character typed) after the one at c, with the prefix
+cache on, against the c+1 request cold; the median latency ratio.
+Writes benchmarks/results/concurrency.json (or --out) and prints a table. CPU by default.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOP = ROOT / "tests" / "fixtures" / "shop"
+CACHE = Path(os.environ.get("GROUNDCODE_CACHE", Path.home() / ".cache" / "groundcode"))
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for ln in fh:
+            if ln.startswith("VmRSS:"):
+                return round(int(ln.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def contexts(tasks_path: Path, per_kind: int) -> tuple[list, list]:
+    """(contexts for the load levels, cursor sites (file, line, col) for the keystroke test)."""
+    from groundcode.api import cursor_context, function_context
+    cart, reg = SHOP / "shop" / "cart.py", SHOP / "shop" / "registry.py"
+    ctxs = [cursor_context(cart, 11, 13, SHOP), function_context(cart, "Cart.add", SHOP),
+            cursor_context(cart, 7, 13, SHOP), function_context(cart, "Cart.last", SHOP),
+            cursor_context(reg, 9, 13, SHOP), function_context(reg, "Registry.register", SHOP),
+            cursor_context(reg, 14, 15, SHOP), function_context(reg, "Registry.latest_update", SHOP)]
+    sites = [(cart, 11, 13), (cart, 7, 13), (reg, 9, 13), (reg, 14, 15)]
+    if tasks_path.exists():
+        from groundcode.evaluation.harness import context_for, select
+        from groundcode.jsonl import read_jsonl
+        try:
+            tasks = select(list(read_jsonl(tasks_path)), limit=per_kind, kinds=("function", "dereference"))
+            ctxs += [context_for(t) for t in tasks]
+        except Exception as exc:        # a stale task file: the fixture contexts still run
+            print(f"standing tasks skipped: {exc}", file=sys.stderr)
+    return ctxs, sites
+
+
+def pct(xs: list, q: float) -> float:
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))], 1) if xs else 0.0
+
+
+def level(gen, ctxs, n: int, max_new: int) -> dict:
+    from groundcode.config import SamplingConfig
+    from groundcode.session import Session
+    s = SamplingConfig(max_new_tokens=max_new)
+    reqs = [gen.request(ctxs[k % len(ctxs)], s) for k in range(n)]
+    rss0 = rss_mb()
+    out = {"requests": n}
+    for mode in ("sequential", "concurrent"):
+        sess = Session(gen, max_rows=max(16, n), prefix_cache_bytes=0)
+        errors, lat, tokens = 0, [], 0
+        t0 = time.perf_counter()
+        if mode == "sequential":
+            streams = []
+            for r in reqs:
+                st = sess.submit(r)
+                streams.append(st)
+                try:
+                    st.result(timeout=600)
+                except Exception:
+                    pass
+        else:
+            streams = [None] * n
+
+            def go(k):
+                streams[k] = sess.submit(reqs[k])
+            th = [threading.Thread(target=go, args=(k,)) for k in range(n)]
+            for t in th:
+                t.start()
+            for t in th:
+                t.join()
+            for st in streams:
+                try:
+                    st.result(timeout=600)
+                except Exception:
+                    pass
+        wall = time.perf_counter() - t0
+        for st in streams:
+            try:
+                g = st.result(timeout=0)[0]
+                lat.append(g.timings["total_ms"])
+                tokens += g.tokens
+            except Exception:
+                errors += 1
+        sess.close()
+        out[mode] = {"wall_s": round(wall, 3), "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95),
+                     "errors": errors, "tokens": tokens, "tok_per_s": round(tokens / wall, 1) if wall else 0}
+    out["throughput_ratio"] = round(out["sequential"]["wall_s"] / out["concurrent"]["wall_s"], 2)
+    import gc
+    gc.collect()
+    out["rss_mb_before"], out["rss_mb_after"] = rss0, rss_mb()
+    return out
+
+
+def keystroke(gen, sites, max_new: int) -> dict:
+    from groundcode.api import cursor_context
+    from groundcode.config import SamplingConfig
+    from groundcode.session import Session
+    s = SamplingConfig(max_new_tokens=max_new)
+    rows = []
+    for path, line, col in sites:
+        a, b = cursor_context(path, line, col, SHOP), cursor_context(path, line, col + 1, SHOP)
+        cold = Session(gen, prefix_cache_bytes=0)
+        gc_ = cold.submit(gen.request(b, s)).result(600)[0]
+        cold.close()
+        warm = Session(gen)
+        warm.submit(gen.request(a, s)).result(600)
+        gw = warm.submit(gen.request(b, s)).result(600)[0]
+        warm.close()
+        rows.append({"site": f"{path.name}:{line}:{col + 1}", "cold_ms": gc_.timings["total_ms"],
+                     "reuse_ms": gw.timings["total_ms"], "prompt_tokens": gw.prompt_tokens,
+                     "tokens_cached": gw.tokens_cached, "cold_prefill_ms": gc_.timings["prefill_ms"],
+                     "reuse_prefill_ms": gw.timings["prefill_ms"],
+                     "same_text": gw.completion == gc_.completion})
+    ratios = [r["reuse_ms"] / r["cold_ms"] for r in rows if r["cold_ms"]]
+    pre = [r["reuse_prefill_ms"] / r["cold_prefill_ms"] for r in rows if r["cold_prefill_ms"]]
+    return {"sites": rows, "median_latency_ratio": round(statistics.median(ratios), 3) if ratios else None,
+            "median_prefill_ratio": round(statistics.median(pre), 3) if pre else None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default=None, help="registry name, tiny, or a path (default: smollm2-135m)")
+    ap.add_argument("--levels", default="1,4,16")
+    ap.add_argument("--max-new-tokens", type=int, default=48)
+    ap.add_argument("--tasks", default=str(CACHE / "bench" / "standing" / "tasks.jsonl"))
+    ap.add_argument("--per-kind", type=int, default=8)
+    ap.add_argument("--quick", action="store_true", help="levels 1,4; 8 new tokens; fixture contexts only")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "concurrency.json"))
+    args = ap.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from rich.console import Console
+    from rich.table import Table
+
+    from groundcode.api import Generator
+    from groundcode.config import MonitorConfig, SamplingConfig
+    if args.quick:
+        args.levels, args.max_new_tokens, args.tasks = "1,4", 8, "/nonexistent"
+    levels = [int(x) for x in args.levels.split(",")]
+    with Generator(args.model, MonitorConfig(enabled=True)) as gen:
+        ctxs, sites = contexts(Path(args.tasks), args.per_kind)
+        # warm-up: every context once, so the analyzer's caches are as warm for the first
+        # mode measured as for the second
+        gen.run(ctxs, SamplingConfig(max_new_tokens=args.max_new_tokens))
+        t0 = time.perf_counter()
+        result = {"model": gen.lm.name, "device": str(gen.engine.device), "grounding": True,
+                  "max_new_tokens": args.max_new_tokens, "contexts": len(ctxs),
+                  "cpu_threads": __import__("torch").get_num_threads(),
+                  "load_avg": round(os.getloadavg()[0], 2), "levels": []}
+        for n in levels:
+            result["levels"].append(level(gen, ctxs, n, args.max_new_tokens))
+        result["next_keystroke"] = keystroke(gen, sites[:2] if args.quick else sites, args.max_new_tokens)
+        result["wall_s"] = round(time.perf_counter() - t0, 1)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    t = Table(title=f"concurrency · {result['model']} · {result['device']} · grounding on · "
+                    f"{args.max_new_tokens} new tokens", title_justify="left")
+    for c in ("N", "one at a time s", "at once s", "ratio", "p50 ms (seq/conc)", "p95 ms (seq/conc)",
+              "errors", "RSS MB before→after"):
+        t.add_column(c)
+    for lv in result["levels"]:
+        sq, cc = lv["sequential"], lv["concurrent"]
+        t.add_row(str(lv["requests"]), str(sq["wall_s"]), str(cc["wall_s"]), f"{lv['throughput_ratio']}×",
+                  f"{sq['p50_ms']}/{cc['p50_ms']}", f"{sq['p95_ms']}/{cc['p95_ms']}",
+                  str(sq["errors"] + cc["errors"]), f"{lv['rss_mb_before']}→{lv['rss_mb_after']}")
+    Console().print(t)
+    ks = result["next_keystroke"]
+    Console().print(f"next keystroke with prefix reuse / cold: median latency ratio "
+                    f"{ks['median_latency_ratio']}, prefill ratio {ks['median_prefill_ratio']} → {args.out}")
+
+
+if __name__ == "__main__":
+    main()

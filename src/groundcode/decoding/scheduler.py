@@ -1,0 +1,344 @@
+"""The session's scheduler: one thread owns the model and runs one loop over a running batch.
+
+Each turn of the loop:
+  1. intake    new requests from the queue (blocks only when there is nothing to do)
+  2. sweep     cancelled requests and passed deadlines end at once (waiting, prefilling or
+               decoding: their rows leave the batch in this turn)
+  3. admit     the next waiting request is prepared (prompt, guides by name) and prefilled, one
+               chunk per turn while other rows decode (all at once when the batch is empty);
+               its rows then join the running batch (engine.Batch.add: left-padded merge of
+               the KV cache); prompts reuse the prefix cache
+  4. step      one decoding step of every row (engine.Batch.step), events routed to streams
+  5. evict     finished rows leave and their KV columns are freed (engine.Batch.evict)
+  6. feed      one forward for the rows that go on
+
+Isolation: a guide that raises ends its row ("error"): the request's stream gets one "error"
+update and its other samples are cancelled; other requests go on. A failing forward pass fails
+the requests in the batch, not the session.
+Not here: the step (engine.py), streams and requests (session.py). Test: tests/test_session.py.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+
+from ..errors import GroundcodeError
+from .engine import FINAL, FINISHED, TOKEN, Batch, Prefill, RowSpec
+from .prefix_cache import PrefixCache
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()
+    return msg[0] if isinstance(exc, GroundcodeError) and msg else \
+        f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
+
+
+class _Job:
+    """One request in the scheduler: its stream, prompt, rows and the text streamed so far."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.request = stream.request
+        self.warm = getattr(stream, "warm_only", False)
+        d = self.request.deadline_s
+        self.deadline = None if d is None else stream.submitted + d
+        self.rows: list = []
+        self.prefill: Prefill | None = None
+        self.gen = self.ctx = self.row_ctx = self.prompt = None
+        self.final_text: list[str] = []       # per sample: the row's final text
+        self.emitted: list[str] = []          # per sample: completion text streamed
+        self.left = 0                         # samples still running
+        self.failed = False
+        self.t_admit = self.t_prefilled = self.t_first = None
+
+    def expired(self, now: float) -> bool:
+        return self.deadline is not None and now >= self.deadline
+
+
+class Scheduler:
+    def __init__(self, generator, max_rows: int = 16, prefix_cache_bytes: int = 512 << 20,
+                 prefill_chunk: int = 256):
+        self.gen = generator
+        self.engine = generator.engine
+        self.max_rows = max(1, int(max_rows))
+        self.prefill_chunk = max(1, int(prefill_chunk))
+        self.prefix_cache = PrefixCache(prefix_cache_bytes)
+        self.batch = Batch(self.engine)
+        self._q: queue.Queue = queue.Queue()
+        self._waiting: deque = deque()
+        self._prefilling: _Job | None = None
+        self._closing = False
+        self._builders: dict = {}
+        self._thread = threading.Thread(target=self._run, name="groundcode-scheduler", daemon=True)
+        self._thread.start()
+
+    # -- outside the thread -------------------------------------------------------------------
+    def put(self, stream) -> None:
+        if self._closing:
+            raise GroundcodeError("the session is closed")
+        self._q.put(stream)
+
+    def stats(self) -> dict:
+        return {"rows": len(self.batch.rows), "waiting": self._q.qsize() + len(self._waiting),
+                "columns": self.batch.columns, "kv_bytes": self.batch.nbytes,
+                "prefix_cache": self.prefix_cache.stats()}
+
+    def close(self) -> None:
+        self._closing = True
+        self._q.put(None)
+        self._thread.join(timeout=60)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def _run(self) -> None:
+        import torch
+        with torch.inference_mode():
+            try:
+                while self._turn():
+                    pass
+            finally:
+                self._fail_all("the session was closed")
+
+    def _turn(self) -> bool:
+        # -- 1. intake ----------------------------------------------------------------------------
+        idle = not self.batch.rows and not self._waiting and self._prefilling is None
+        try:
+            item = self._q.get(block=idle)
+            while True:
+                if item is None:
+                    return False
+                self._waiting.append(_Job(item))
+                item = self._q.get_nowait()
+        except queue.Empty:
+            pass
+        # -- 2. sweep -----------------------------------------------------------------------------
+        now = time.perf_counter()
+        for job in [j for j in self._waiting if j.stream.cancelled.is_set() or j.expired(now)]:
+            self._waiting.remove(job)
+            self._end_unstarted(job, "deadline" if job.expired(now) else "cancelled")
+        for r in list(self.batch.rows):
+            job = r.job
+            if r.live and (job.stream.cancelled.is_set() or job.failed or job.expired(now)):
+                r.view.cancelled.set()
+                self._route(job, [self.batch.cancel(r, "deadline" if job.expired(now) else "cancelled")])
+        # -- 3. admit -----------------------------------------------------------------------------
+        self._admit()
+        # -- 4. step, 5. evict, 6. feed -------------------------------------------------------------
+        if self.batch.rows:
+            try:
+                events = self.batch.step()
+            except Exception as exc:          # the model or the batch itself failed
+                self._fail_batch(exc)
+                return True
+            self._dispatch(events)
+            self.batch.evict()
+            if self.batch.rows:
+                try:
+                    self.batch.feed()
+                except Exception as exc:
+                    self._fail_batch(exc)
+        return True
+
+    def _dispatch(self, events: list) -> None:
+        by_job: dict = {}
+        for ev in events:
+            job = ev.row[0]
+            by_job.setdefault(id(job), (job, []))[1].append(ev)
+        for job, evs in by_job.values():
+            self._route(job, evs)
+
+    # -- admission ----------------------------------------------------------------------------
+    def _admit(self) -> None:
+        budget = 1 if self.batch.rows else None       # prefill chunks this turn (None: no limit)
+        while True:
+            job = self._prefilling
+            if job is None:
+                if not self._waiting:
+                    return
+                nxt = self._waiting[0]
+                if self.batch.rows and len(self.batch.rows) + (0 if nxt.warm else nxt.request.n) > self.max_rows:
+                    return                            # no room: wait for rows to leave
+                job = self._waiting.popleft()
+                if not self._prepare(job):
+                    continue
+                self._prefilling = job
+            while True:
+                if job.stream.cancelled.is_set() or job.expired(time.perf_counter()):
+                    self._prefilling = None
+                    self._end_unstarted(job, "deadline" if job.expired(time.perf_counter()) else "cancelled")
+                    break
+                if budget is not None:
+                    if budget <= 0:
+                        return
+                    budget -= 1
+                try:
+                    finished = job.prefill.step()
+                except Exception as exc:
+                    self._prefilling = None
+                    self._error(job, exc)
+                    break
+                if finished:
+                    self._prefilling = None
+                    self._joined(job)
+                    break
+
+    def _builder(self, config):
+        key = repr(config)
+        b = self._builders.get(key)
+        if b is None:
+            b = self._builders[key] = self.gen.prompt_builder(config)
+        return b
+
+    def _prepare(self, job: _Job) -> bool:
+        """Prompt and rows of a request; False (its stream ended with an error) when that fails."""
+        from dataclasses import replace
+
+        from ..config import PromptConfig
+        from ..context import CodeContext
+        from .guides.registry import GuideSpec, build, default_names
+        req = job.request
+        job.t_admit = time.perf_counter()
+        try:
+            gen = job.gen = self.gen.view(req.monitor, req.tools)
+            pconf = req.prompt or gen.prompts.config
+            grounded = req.context is not None
+            if grounded:
+                ctx = req.context
+            else:
+                ctx = CodeContext(path="<prompt>", repo=".", before=req.prompt_text,
+                                  after=req.suffix_text or "", scope="<prompt>", kind="cursor")
+                pconf = replace(pconf, fim="on" if req.suffix_text is not None else "off")
+            builder = self._builder(pconf)
+            every = [b for src in gen.block_sources for b in src(ctx)] + list(req.blocks)
+            prompt = builder.build(ctx, req.sampling.max_new_tokens, every)
+            row_ctx = ctx.continued(prompt.owed)
+            names = req.guides if req.guides is not None else (
+                default_names(gen.monitor, gen.tools) if grounded else ())
+            if grounded and set(names) & {"dereference", "keywords", "toolcall"}:
+                gen.prewarm(ctx)
+            job.ctx, job.row_ctx, job.prompt = ctx, row_ctx, prompt
+            n = 1 if job.warm else req.n
+            for j in range(n):
+                guides = [] if job.warm else build(names, GuideSpec(gen, row_ctx, prompt, req.sampling,
+                                                                    tuple(req.stop), grounded))
+                spec = RowSpec(prompt.ids, row_ctx, guides, req.sampling.seed + j, id=(job, j),
+                               stop_ids=prompt.stop_ids)
+                r = self.engine.row(spec, req.sampling, len(self.batch.rows) + j)
+                r.view.cancelled = threading.Event()
+                r.job = job
+                job.rows.append(r)
+            job.final_text, job.emitted, job.left = [""] * n, [""] * n, n
+            job.prefill = Prefill(self.engine, prompt.ids, self.prefix_cache, self.prefill_chunk)
+            return True
+        except Exception as exc:
+            self._error(job, exc)
+            return False
+
+    def _joined(self, job: _Job) -> None:
+        """The prompt is in: the rows join the running batch (a warm-up just ends)."""
+        job.t_prefilled = time.perf_counter()
+        p = job.prefill
+        if job.warm:
+            from ..session import DONE, Update
+            job.stream._push(Update(DONE, result=self._generation(job, None, "warm")))
+            return
+        self.batch.add(job.rows, p.logits, p.layers)
+        job.prefill = Prefill.__new__(Prefill)        # keep `cached` only; drop the tensors
+        job.prefill.cached = p.cached
+
+    # -- events to streams --------------------------------------------------------------------
+    def _route(self, job: _Job, events: list) -> None:
+        from ..session import DONE, ERROR, TEXT, TRIGGER, Update
+        s = job.stream
+        for ev in events:
+            j = ev.row[1]
+            if ev.kind == TOKEN:
+                if job.t_first is None:
+                    job.t_first = time.perf_counter()
+            elif ev.kind == FINAL:
+                job.final_text[j] += ev.text
+                shown = job.ctx.insertion(job.row_ctx, job.final_text[j])
+                delta = shown[len(job.emitted[j]):]
+                if delta:
+                    job.emitted[j] = shown
+                    s._push(Update(TEXT, sample=j, text=delta))
+                for t in ev.triggers:
+                    s._push(Update(TRIGGER, sample=j, trigger=t))
+            elif ev.kind == FINISHED:
+                o = ev.output
+                job.left -= 1
+                if job.t_first is None and o.tokens:
+                    job.t_first = time.perf_counter()
+                if o.finish_reason == "error":
+                    if not job.failed:
+                        job.failed = True
+                        s._push(Update(ERROR, sample=j, error=o.error))
+                    continue
+                if job.failed:
+                    continue
+                g = self._generation(job, o, o.finish_reason)
+                if g.completion.startswith(job.emitted[j]):
+                    delta = g.completion[len(job.emitted[j]):]
+                    if delta:
+                        s._push(Update(TEXT, sample=j, text=delta))
+                    job.emitted[j] = g.completion
+                final = {id(t) for t in job.rows[j].view.triggers[: job.rows[j].final_triggers]}
+                for t in o.triggers:
+                    if id(t) not in final:
+                        s._push(Update(TRIGGER, sample=j, trigger=t))
+                s._push(Update(DONE, sample=j, result=g))
+
+    def _generation(self, job: _Job, o, reason: str):
+        from ..api import Generation
+        now = time.perf_counter()
+        sub = job.stream.submitted
+        ms = lambda a, b: round(1000 * (b - a), 3) if a is not None and b is not None else None  # noqa: E731
+        triggers = list(o.triggers) if o is not None else []
+        timings = {"queue_ms": ms(sub, job.t_admit), "prefill_ms": ms(job.t_admit, job.t_prefilled),
+                   "first_token_ms": ms(sub, job.t_first), "decode_ms": ms(job.t_prefilled, now),
+                   "analysis_ms": round(sum(float(t.analysis_ms or 0) for t in triggers), 3),
+                   "total_ms": ms(sub, now)}
+        text = job.ctx.insertion(job.row_ctx, o.completion) if o is not None and job.ctx is not None else ""
+        return Generation(text, len(o.tokens) if o is not None else 0, round(now - sub, 4), reason,
+                          triggers, self.gen.lm.name, bool(job.gen and job.gen.monitor.enabled and job.request.context is not None),
+                          o.rollbacks if o is not None else 0,
+                          prompt_tokens=len(job.prompt.ids) if job.prompt is not None else 0,
+                          tokens_cached=getattr(job.prefill, "cached", 0) if job.prefill is not None else 0,
+                          timings=timings, stop=o.stop if o is not None else None)
+
+    def _end_unstarted(self, job: _Job, reason: str) -> None:
+        """A request that ends before its rows decoded (cancelled or expired while waiting or
+        prefilling): every sample is done, empty."""
+        from ..session import DONE, Update
+        n = 1 if job.warm else job.request.n
+        for j in range(n):
+            job.stream._push(Update(DONE, sample=j, result=self._generation(job, None, reason)))
+
+    def _error(self, job: _Job, exc: BaseException) -> None:
+        from ..session import ERROR, Update
+        job.failed = True
+        job.stream._push(Update(ERROR, error=_one_line(exc)))
+
+    def _fail_batch(self, exc: BaseException) -> None:
+        jobs = {id(r.job): r.job for r in self.batch.rows}
+        for job in jobs.values():
+            self._error(job, exc)
+        self.batch = Batch(self.engine)
+
+    def _fail_all(self, message: str) -> None:
+        err = GroundcodeError(message)
+        for r in self.batch.rows:
+            if not r.job.stream.closed:
+                self._error(r.job, err)
+        if self._prefilling is not None:
+            self._error(self._prefilling, err)
+        for job in self._waiting:
+            self._error(job, err)
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                self._error(_Job(item), err)

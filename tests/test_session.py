@@ -1,0 +1,307 @@
+"""The session with the tiny test model: concurrent requests batch together and give what each
+gives alone; rows join a running batch and leave it (KV freed); cancel stops a prefill or a
+decode at once; a failing guide ends only its request; prefix reuse; text held until settled."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from groundcode.api import Generator, cursor_context, function_context
+from groundcode.config import MonitorConfig, PromptConfig, SamplingConfig
+from groundcode.decoding.engine import Batch, Engine, RowSpec
+from groundcode.decoding.guides import registry
+from groundcode.decoding.guides.base import Guide, Rollback
+from groundcode.decoding.prefix_cache import PrefixCache
+from groundcode.errors import GroundcodeError
+from groundcode.models.load import LoadedModel
+from groundcode.session import Request, Session
+
+
+class _CountingModel(torch.nn.Module):
+    """The tiny model, noting the shape of every forward; `hook(input_ids)` runs first."""
+
+    def __init__(self, inner, hook=None):
+        super().__init__()
+        self.inner, self.config, self.batches, self.hook = inner, inner.config, [], hook
+
+    def forward(self, input_ids, **kw):
+        self.batches.append(tuple(input_ids.shape))
+        if self.hook is not None:
+            self.hook(input_ids)
+        return self.inner(input_ids=input_ids, **kw)
+
+
+def _gen(tiny_lm, model=None, monitor=False):
+    lm = LoadedModel(model or tiny_lm.model, tiny_lm.tokenizer, "tiny", "cpu", "float32")
+    return Generator(lm, MonitorConfig(enabled=monitor))
+
+
+def _plain(text, n=16, **kw):
+    return Request(prompt_text=text, sampling=SamplingConfig(max_new_tokens=n), **kw)
+
+
+PROMPTS = ["def add(a, b):\n    return", "import os\n\nclass Cart:\n    def __init__(self):\n        self.",
+           "for item in items:\n    if item.", "def read(path):\n    with open(path) as fh:\n"]
+
+
+def test_concurrent_submits_from_threads_give_what_each_gives_alone(tiny_lm):
+    alone = []
+    with _gen(tiny_lm) as gen:
+        sess = gen.session
+        for p in PROMPTS:
+            alone.append(sess.submit(_plain(p)).result(timeout=60)[0].completion)
+    with _gen(tiny_lm) as gen:
+        sess = Session(gen, prefix_cache_bytes=0)
+        streams = [None] * len(PROMPTS)
+
+        def go(k):
+            streams[k] = sess.submit(_plain(PROMPTS[k]))
+        threads = [threading.Thread(target=go, args=(k,)) for k in range(len(PROMPTS))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        got = [s.result(timeout=60)[0] for s in streams]
+        sess.close()
+    assert [g.completion for g in got] == alone
+    for s, g in zip(streams, got):      # the stream's text is the completion, nothing taken back
+        assert "".join(u.text for u in s if u.kind == "text") == g.completion
+        assert g.prompt_tokens > 0 and g.timings["total_ms"] >= g.timings["first_token_ms"] >= 0
+
+
+def test_a_row_admitted_while_another_decodes_gives_the_same_greedy_text(tiny_lm, shop_repo):
+    ctx = function_context(shop_repo / "shop" / "cart.py", "Cart.add", shop_repo)
+    counting = _CountingModel(tiny_lm.model)
+    with _gen(tiny_lm, counting) as gen:
+        sess = Session(gen, prefix_cache_bytes=0)
+        alone = sess.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=20))).result(60)[0]
+        long = sess.submit(_plain(PROMPTS[0], n=60))
+        next(u for u in long if u.kind == "text")       # it is decoding now
+        counting.batches.clear()
+        late = sess.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=20)))
+        joined = late.result(60)[0]
+        long.result(60)
+        sess.close()
+    assert joined.completion == alone.completion
+    assert max(b[0] for b in counting.batches) == 2       # it joined the running batch
+
+
+def test_cancel_stops_a_prefill_between_chunks(tiny_lm):
+    state = {"stream": None, "prefill_forwards": 0}
+
+    def hook(ids):
+        if ids.shape[0] == 1 and ids.shape[1] == 8 and state["stream"] is not None:
+            state["prefill_forwards"] += 1
+            state["stream"].cancel()                      # cancelled during its first chunk
+    counting = _CountingModel(tiny_lm.model, hook)
+    with _gen(tiny_lm, counting) as gen:
+        sess = Session(gen, prefill_chunk=8)
+        text = "x = 1\n" * 40                              # ~80 tokens: ten chunks
+        req = _plain(text, n=8)
+        state["stream"] = stream = sess.submit(req)
+        g = stream.result(timeout=60)[0]
+        assert g.finish_reason == "cancelled" and g.tokens == 0 and g.completion == ""
+        assert state["prefill_forwards"] == 1              # the other chunks never ran
+        assert sess.stats["prefix_cache"]["entries"] == 0  # nothing half-made was stored
+        state["stream"] = None
+        ok = sess.submit(_plain("def f():\n    return", n=4)).result(60)[0]   # the session goes on
+        assert ok.finish_reason in ("length", "eos")
+        sess.close()
+
+
+def test_cancel_mid_decode_ends_the_rows_and_frees_them(tiny_lm):
+    with _gen(tiny_lm) as gen:
+        sess = Session(gen)
+        s = sess.submit(_plain(PROMPTS[1], n=400))
+        next(u for u in s if u.kind == "text")
+        s.cancel()
+        g = s.result(timeout=60)[0]
+        assert g.finish_reason == "cancelled" and g.tokens < 400
+        assert "".join(u.text for u in s if u.kind == "text") == g.completion
+        for _ in range(100):                               # the scheduler drops the row at once
+            if sess.stats["rows"] == 0:
+                break
+            threading.Event().wait(0.01)
+        assert sess.stats["rows"] == 0 and sess.stats["kv_bytes"] == 0
+        sess.close()
+
+
+class _Boom(Guide):
+    def advance(self, row, token):
+        if len(row.tokens) == 3:
+            raise ValueError("boom at token 3")
+        return None
+
+
+def test_a_guide_that_raises_ends_only_its_request(tiny_lm):
+    registry.register("boom_test")(lambda spec: _Boom())
+    try:
+        with _gen(tiny_lm) as gen:
+            sess = Session(gen)
+            alone = sess.submit(_plain(PROMPTS[2], n=12)).result(60)[0]
+            good = sess.submit(_plain(PROMPTS[2], n=12))
+            bad = sess.submit(Request(context=function_context(
+                "tests/fixtures/shop/shop/cart.py", "Cart.add", "tests/fixtures/shop"),
+                sampling=SamplingConfig(max_new_tokens=12, temperature=0.5), n=2, guides=("boom_test",)))
+            with pytest.raises(GroundcodeError, match="boom at token 3"):
+                bad.result(60)
+            kinds = [u.kind for u in bad]
+            assert kinds.count("error") == 1 and kinds[-1] == "error" and "done" not in kinds
+            assert good.result(60)[0].completion == alone.completion
+            sess.close()
+    finally:
+        registry.FACTORIES.pop("boom_test", None)
+
+
+def test_unknown_guide_names_are_refused(tiny_lm, shop_repo):
+    ctx = function_context(shop_repo / "shop" / "cart.py", "Cart.add", shop_repo)
+    with _gen(tiny_lm) as gen:
+        with pytest.raises(GroundcodeError, match="unknown guide 'nope'"):
+            gen.session.submit(Request(context=ctx, guides=("nope",))).result(60)
+        with pytest.raises(GroundcodeError, match="exactly one of"):
+            gen.session.submit(Request())
+
+
+def test_prefix_reuse_next_keystroke_same_greedy_text(tiny_lm, shop_repo):
+    cart = shop_repo / "shop" / "cart.py"
+    first, nxt = cursor_context(cart, 11, 13, shop_repo), cursor_context(cart, 11, 14, shop_repo)
+    s = SamplingConfig(max_new_tokens=12)
+    for fim in ("off", "on"):   # with FIM the suffix follows the cursor: reuse stops there
+        conf = PromptConfig(fim=fim)
+        with _gen(tiny_lm) as gen:
+            cold = Session(gen, prefix_cache_bytes=0)
+            want = cold.submit(Request(context=nxt, sampling=s, prompt=conf)).result(60)[0]
+            cold.close()
+        with _gen(tiny_lm) as gen:
+            sess = Session(gen)
+            a = sess.submit(Request(context=first, sampling=s, prompt=conf)).result(60)[0]
+            b = sess.submit(Request(context=nxt, sampling=s, prompt=conf)).result(60)[0]
+            sess.close()
+        assert a.tokens_cached == 0 and b.tokens_cached > (0.9 if fim == "off" else 0.5) * b.prompt_tokens
+        assert b.completion == want.completion and want.tokens_cached == 0
+        assert fim == "on" or b.tokens > 1
+
+
+def test_warm_fills_the_prefix_cache(tiny_lm):
+    with _gen(tiny_lm) as gen:
+        sess = Session(gen)
+        w = sess.warm(PROMPTS[1]).result(60)[0]
+        assert w.finish_reason == "warm" and w.tokens == 0
+        g = sess.submit(_plain(PROMPTS[1] + "x", n=4)).result(60)[0]
+        assert g.tokens_cached > 0
+        sess.close()
+
+
+def test_prefix_cache_is_an_lru_bounded_in_bytes():
+    def layers(n):      # one row's KV over n tokens: 2 layers x (k, v) of 1x1xnx4 float32
+        return [(torch.zeros(1, 1, n, 4), torch.zeros(1, 1, n, 4)) for _ in range(2)]
+    per_token = 2 * 2 * 4 * 4
+    pc = PrefixCache(budget_bytes=25 * per_token)
+    pc.store(list(range(10)), layers(10))
+    pc.store(list(range(100, 110)), layers(10))
+    assert len(pc) == 2 and pc.bytes == 20 * per_token
+    n, got = pc.lookup(list(range(10)) + [7])          # touches the first entry
+    assert n == 10 and got[0][0].shape[2] == 10
+    assert pc.lookup(list(range(10)))[0] == 9           # the last token is always fed again
+    pc.store(list(range(200, 210)), layers(10))         # over budget: the LRU entry goes
+    assert len(pc) == 2 and pc.bytes <= pc.budget and pc.evicted == 1
+    assert pc.lookup(list(range(100, 110)))[0] == 0 and pc.lookup(list(range(10)))[0] == 9
+    pc.store(list(range(12)), layers(12))               # supersedes its own prefix
+    assert pc.lookup(list(range(10)) + [5])[0] == 10 and pc.bytes <= pc.budget
+    assert PrefixCache(budget_bytes=per_token).store(list(range(10)), layers(10)) is None
+
+
+def test_kv_is_freed_when_a_row_leaves(tiny_lm):
+    from groundcode.decoding.vocab import VocabIndex
+    eng = Engine(tiny_lm.model, tiny_lm.tokenizer, VocabIndex.for_tokenizer(tiny_lm.tokenizer))
+    ids = lambda t: tiny_lm.tokenizer(t, add_special_tokens=False)["input_ids"]  # noqa: E731
+    long_p, short_p = ids(PROMPTS[1]), ids("x = 1\n")
+    batch = Batch(eng)
+    short = eng.row(RowSpec(short_p, id="short"), SamplingConfig(max_new_tokens=30))
+    long = eng.row(RowSpec(long_p, id="long"), SamplingConfig(max_new_tokens=3))
+    for r in (short, long):
+        logits, layers, _ = eng.prefill(r.spec.prompt_ids)
+        batch.add([r], logits, layers)
+    assert len(batch) == 2 and batch.columns == len(long_p)   # the short prompt is left-padded
+    before = batch.nbytes
+    while long.live:
+        batch.step()
+        batch.evict() if not long.live else batch.feed()
+    assert len(batch) == 1 and batch.layers[0][0].shape[0] == 1
+    # the long row's columns and the short row's padding are gone
+    assert batch.columns == len(short_p) + len(short.view.tokens) - 1
+    assert batch.nbytes < before / 2
+
+
+class _HoldThenCut(Guide):
+    """Speculates from token 2: holds its text back (`final_upto`) and at token 6 proposes to
+    cut back to 2 (once), banning the token that had come at position 2."""
+
+    def reset(self, row):
+        self.done, self.banned = False, None
+
+    def snapshot(self):
+        return (self.done, self.banned)
+
+    def restore(self, row, snap):
+        self.done, self.banned = snap
+
+    def final_upto(self, row):
+        if self.done or len(row.ends) < 2:
+            return len(row.text)
+        return row.ends[1]
+
+    def advance(self, row, token):
+        if not self.done and len(row.tokens) == 6:
+            return Rollback(2, "test", row.tokens[2])
+        return None
+
+    def rolled_back(self, row, proposal):
+        self.done, self.banned = True, proposal.payload
+
+    def mask(self, row):
+        if self.banned is not None and len(row.tokens) == 2:
+            ids = np.arange(row.vocab.size, dtype=np.int64)
+            return ids[ids != self.banned]
+        return None
+
+
+def test_text_after_an_open_speculation_is_held_until_it_settles(tiny_lm):
+    registry.register("hold_test")(lambda spec: _HoldThenCut())
+    try:
+        with _gen(tiny_lm) as gen:
+            sess = Session(gen)
+            ctx = function_context("tests/fixtures/shop/shop/cart.py", "Cart.add", "tests/fixtures/shop")
+            s = sess.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=12),
+                                    guides=("hold_test",)))
+            g = s.result(60)[0]
+            sess.close()
+    finally:
+        registry.FACTORIES.pop("hold_test", None)
+    assert g.rollbacks == 1 and g.finish_reason in ("length", "eos", "stop")
+    texts = [u.text for u in s if u.kind == "text"]
+    assert "".join(texts) == g.completion and len(texts) >= 2     # streamed, never retracted
+
+
+def test_async_iteration_sees_the_same_updates(tiny_lm):
+    with _gen(tiny_lm) as gen:
+        sess = Session(gen)
+        s = sess.submit(_plain(PROMPTS[0], n=8))
+
+        async def collect():
+            return [u async for u in s.aiter()]
+        got = asyncio.run(collect())
+        assert [u.kind for u in got] == [u.kind for u in s] and got[-1].kind == "done"
+        sess.close()
+
+
+def test_deadline_ends_the_row(tiny_lm):
+    with _gen(tiny_lm) as gen:
+        sess = Session(gen)
+        g = sess.submit(_plain(PROMPTS[1], n=1000, deadline_s=0.05)).result(60)[0]
+        assert g.finish_reason == "deadline" and g.tokens < 1000
+        sess.close()
