@@ -4,7 +4,8 @@ large bonus for the token that continues a scripted text.
 `ScriptedLM(lm, prompt_len_text, rules)`: `rules(generated_text) -> preferred continuation`
 (or None for no preference). The generated text is rebuilt from the columns the attention mask
 keeps, so engine rollbacks are seen exactly as the model would see them. One request at a time
-(its prompt prefilled in chunks, then its n rows), as the tests that use it run.
+(its prompt prefilled in chunks, maybe from a cached prefix, then its n rows), as the tests
+that use it run.
 """
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ class ScriptedLM(torch.nn.Module):
         if past_key_values is None:
             self._hist = input_ids.clone()
             self._prompt_cols = input_ids.shape[1]
+        elif input_ids.shape[0] == 1 and int(position_ids[0, 0]) < self._hist.shape[1] and \
+                attention_mask.shape[1] == int(position_ids[0, -1]) + 1:
+            # a prefill that starts from a cached prefix (the session's prefix cache): the
+            # cached columns are the start of an earlier prompt
+            self._hist = torch.cat([self._hist[:1, : int(position_ids[0, 0])], input_ids], dim=1)
+            self._prompt_cols = self._hist.shape[1]
         elif input_ids.shape[1] > 1 and input_ids.shape[0] == 1 and \
                 int(position_ids[0, 0]) == self._hist.shape[1]:     # the next chunk of a prefill
             self._hist = torch.cat([self._hist, input_ids], dim=1)
