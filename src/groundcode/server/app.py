@@ -243,7 +243,7 @@ def create_app(service: Service) -> FastAPI:
         if prep.request is None:                      # n_predict 0: warm the cache only
             ticket = await service.admission.enter(max(0.0, service.remaining(t0)))
             try:
-                ms = await run_in_threadpool(service.warm, prep)
+                ms = await run_in_threadpool(service.warm, prep, t0)
             finally:
                 ticket.release()
             return wire.infill_warm_answer(prep, model, ms)

@@ -21,7 +21,7 @@ import itertools
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import MonitorConfig, SamplingConfig
@@ -65,7 +65,6 @@ class Stats:
 
 class Service:
     def __init__(self, opts: ServeOptions, generator=None):
-        from ..session import Session
         self.opts = opts
         self.roots = []
         for w in opts.workspaces:
@@ -80,7 +79,7 @@ class Service:
             generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s),
                                   device=opts.device, dtype=opts.dtype)
         self.gen = generator
-        self.session = Session(self.gen)
+        self.session = self.gen.session        # shared with anything else using this generator
         self.workspace = None
         if self.roots:
             from ..workspace import Workspace
@@ -267,17 +266,18 @@ class Service:
     # -- running -----------------------------------------------------------------------------
     def submit(self, prep: Prepared, t0: float):
         """Hand the request to the session with what is left of its deadline."""
-        prep.request.deadline_s = max(0.05, self.remaining(t0))
+        prep.request = replace(prep.request, deadline_s=max(0.05, self.remaining(t0)))
         try:
             return self.session.submit(prep.request)
         except GroundcodeError as exc:
             raise ClientError(str(exc)) from None
 
-    def warm(self, prep: Prepared) -> float:
-        """n_predict 0: prefill only; returns the milliseconds it took."""
+    def warm(self, prep: Prepared, t0: float) -> float:
+        """n_predict 0: prefill only (waits for it, within the deadline); returns the
+        milliseconds it took."""
         t = time.perf_counter()
         try:
-            self.session.warm(prep.warm)
+            self.session.warm(prep.warm).result(timeout=max(0.05, self.remaining(t0)))
         except GroundcodeError as exc:
             raise ClientError(str(exc)) from None
         return (time.perf_counter() - t) * 1e3

@@ -28,6 +28,12 @@ def trigger_json(t) -> dict:
     return t.to_json() if hasattr(t, "to_json") else dict(t)
 
 
+def final_triggers(gen, streamed) -> list:
+    """The sample's trigger records: the Generation's (final: `chosen` filled in) when it has
+    them, else those streamed as "trigger" updates."""
+    return list(getattr(gen, "triggers", None) or streamed or [])
+
+
 def timings_json(gen) -> dict:
     t = dict(getattr(gen, "timings", None) or {})
     return {k: round(float(v), 2) for k, v in t.items()}
@@ -41,8 +47,7 @@ def grounding(prep, gen=None, triggers=None) -> dict:
         d["note"] = prep.note
     if gen is not None:
         d["finish_reason"] = gen.finish_reason
-        d["triggers"] = [trigger_json(t) for t in (triggers if triggers is not None
-                                                   else gen.triggers)]
+        d["triggers"] = [trigger_json(t) for t in final_triggers(gen, triggers)]
         d["timings"] = timings_json(gen)
     return d
 
@@ -132,8 +137,7 @@ def infill_warm_answer(prep, model: str, warm_ms: float) -> dict:
 
 def code_answer(gen, triggers, prep, model: str) -> dict:
     return {"completion": gen.completion, "finish_reason": gen.finish_reason,
-            "triggers": [trigger_json(t) for t in (triggers if triggers is not None
-                                                   else gen.triggers)],
+            "triggers": [trigger_json(t) for t in final_triggers(gen, triggers)],
             "timings": timings_json(gen), "tokens": int(gen.tokens),
             "prompt_tokens": int(getattr(gen, "prompt_tokens", 0) or 0),
             "tokens_cached": int(getattr(gen, "tokens_cached", 0) or 0),
