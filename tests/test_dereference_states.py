@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fake_analyzer import FakeBase
 from groundcode.analysis.base import Analysis
 from groundcode.api import CodeContext
 from groundcode.decoding.guides.base import RowView
@@ -19,7 +20,7 @@ TOKENS = ["", "self", ".", "_", "reg", "registered", "_updates", "append", "(", 
 T = {t: i for i, t in enumerate(TOKENS)}
 
 
-class FakeAnalyzer:
+class FakeAnalyzer(FakeBase):
     def __init__(self, members):
         self.members_by_receiver = members
         self.calls = []
@@ -251,3 +252,19 @@ def test_a_cursor_inside_a_name_triggers_with_the_name_so_far():
     assert code.splitlines()[line - 1][:col].endswith("return self.")
     assert mon.nar.typed == "_"
     assert {row.vocab.texts[i] for i in mon.mask(row)} == {"reg", "registered"}   # _registered_updates
+
+
+def test_hidden_private_members_are_accepted_when_written_but_never_steered_to():
+    # --hide-private hides `_name` members from suggestions; it must not forbid them (it did).
+    class Hiding(FakeAnalyzer):
+        def members(self, code, path, line, column, *, receiver, cache_key):
+            names = frozenset({"size", "_registered_updates"})
+            return Analysis(receiver, names, 1.0, False, None, {}, frozenset({"_registered_updates"}))
+    mon = DereferenceMonitor(Hiding({}))                        # verify-first (the engine)
+    row = _row()
+    mon.reset(row)
+    for tok in ["        ", "return", " ", "self", "."]:
+        _feed(mon, row, tok)
+    assert mon.check(row, T["_"]) is None                     # written freely: accepted
+    allowed = {row.vocab.texts[i] for i in mon.check(row, T["foo"])}
+    assert "size" in allowed and "_" not in allowed           # never steered to

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from groundcode.analysis.base import Analysis
+from fake_analyzer import FakeBase
+from groundcode.analysis.base import Analysis, MembersQuery, SignatureQuery
+from groundcode.context import Splice
 from groundcode.analysis.sdk import (ChainAnalyzer, SdkAnalyzer, client_bindings, client_methods,
                                      operation_map)
 from groundcode.api import Generator, cursor_context
@@ -58,7 +60,7 @@ def test_members_and_signature_from_models():
     assert operation_map("sqs")["delete_message"].required == ("QueueUrl", "ReceiptHandle")
 
 
-class _Fixed:
+class _Fixed(FakeBase):
     def __init__(self, names):
         self.names = frozenset(names)
         self.asked = 0
@@ -72,11 +74,14 @@ def test_chain_sdk_first_else_next():
     nxt = _Fixed({"append", "pop"})
     chain = ChainAnalyzer([SdkAnalyzer(), nxt])
     code = SNIPPET + "\nitems = []\nitems."
-    a = chain.members(code, Path("x.py"), 5, len("response = client."), receiver="client", cache_key=())
+    at = Splice(code, 5, len("response = client."), Path("x.py"))
+    a = chain.ask(MembersQuery(at, "client")).result(0)
     assert "list_buckets" in a.names and nxt.asked == 0
-    b = chain.members(code, Path("x.py"), 7, 6, receiver="items", cache_key=())
+    b = chain.ask(MembersQuery(Splice(code, 7, 6, Path("x.py")), "items")).result(0)
     assert b.names == {"append", "pop"} and nxt.asked == 1
-    assert chain.signature(code, Path("x.py"), 5, 18, receiver="client", name="list_buckets") is not None
+    sig = chain.ask(SignatureQuery(Splice(code, 5, 18, Path("x.py")), "client", "list_buckets")).result(0)
+    assert sig.signature is not None
+    assert chain.ask(SignatureQuery(at, "items", "append")).result(0).signature is None
 
 
 def test_argument_scanner():
@@ -153,3 +158,60 @@ def test_keyword_only_call_gets_keywords_not_literals(tiny_lm, snippet):
     assert v.category in ("valid", "no_invocation"), (mon, v)    # never invalid usage
     used = ArgScanner().feed(mon[len("delete_message("):]).used
     assert set(used) <= {"QueueUrl", "ReceiptHandle"} and used, mon
+
+
+def test_a_client_is_followed_in_its_own_scope_only():
+    # E11: the binding of the client variable is followed in the cursor's scope: a docstring's
+    # example binds nothing, a function's client is not another function's, a parameter is not
+    # followed, a module-level client is seen from functions that do not rebind it.
+    from groundcode.analysis.sdk import scoped_service
+    code = '''import boto3
+
+def make():
+    """Example:
+
+        client = boto3.client("ec2")
+    """
+    client = boto3.client("s3")  # a comment: client = boto3.client("iam")
+    return client.
+
+def other(client):
+    client.
+
+def elsewhere():
+    client.
+
+def rebinds():
+    client = boto3.client("s3")
+    client = object()
+    client.
+
+queue = boto3.client("sqs")
+
+def uses_global():
+    queue.
+
+class Store:
+    def __init__(self):
+        self.db = boto3.client("dynamodb")
+
+    def get(self):
+        self.db.
+'''
+
+    def at(marker, n=1):
+        k = -1
+        for _ in range(n):
+            k = code.index(marker, k + 1)
+        return k + len(marker)
+    assert scoped_service(code, "client", at("return client.")) == "s3"
+    assert scoped_service(code, "client", at("def other(client):\n    client.")) is None
+    assert scoped_service(code, "client", at("def elsewhere():\n    client.")) is None
+    assert scoped_service(code, "client", at("    client = object()\n    client.")) is None
+    assert scoped_service(code, "queue", at("    queue.")) == "sqs"
+    assert scoped_service(code, "self.db", at("        self.db.")) == "dynamodb"
+    # and through the analyzer: an unrelated `client.` gets no SDK answer (the next one's turn)
+    sdk = SdkAnalyzer()
+    k = at("def elsewhere():\n    client.")
+    line = code[:k].count("\n") + 1
+    assert sdk.members(code, Path("x.py"), line, 11, receiver="client").failed == "unknown receiver"

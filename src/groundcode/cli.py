@@ -100,7 +100,7 @@ def _print_triggers(gen, seconds: float) -> None:
 
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
-         sdk=True, keywords=True) -> None:
+         sdk=True, keywords=True, python=None) -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -111,8 +111,11 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
                                   max_new_tokens=max_new_tokens, stop=stop)
         if deadline <= 0:
             raise GroundcodeError(f"--deadline must be > 0 seconds, got {deadline}")
+        if python is not None and not Path(python).expanduser().exists():
+            raise GroundcodeError(f"--python: no such interpreter or environment: {python}")
         monitor = MonitorConfig(enabled=not no_monitor, deadline_s=deadline, hide_private=hide_private,
-                                sdk=sdk, keywords=keywords)
+                                sdk=sdk, keywords=keywords,
+                                python=str(Path(python).expanduser()) if python else None)
         prompt = PromptConfig(fim=fim, heal=heal)
         if stream is None:      # stream to a terminal, print at the end into a pipe
             stream = not as_json and sys.stdout.isatty()
@@ -207,6 +210,8 @@ _DEADLINE = typer.Option(2.0, "--deadline", help="seconds per (warm) analysis ca
 _PRIV = typer.Option(False, "--hide-private", help="never suggest _private members")
 _NOSDK = typer.Option(False, "--no-sdk", help="boto3 clients: do not answer from botocore's service models (Jedi only)")
 _NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free (no KeywordArgMonitor on calls with a known signature)")
+_PYTHON = typer.Option(None, "--python", help="the interpreter or virtual environment whose installed "
+                       "libraries the analyzer sees (default: the repository's .venv/venv, else Jedi's own)")
 _JSON = typer.Option(False, "--json", help="print one JSON object instead of text + summary")
 _REPO = typer.Option(None, "--repo", "-r", help="repository root (default: found from the file)")
 _FIM = typer.Option("auto", "--fim", help="fill-in-the-middle with the model's FIM tokens: auto (cursor completions), on, off")
@@ -232,7 +237,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              stop: str = _STOP, stream: Optional[bool] = _STREAM,
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
-             no_keywords: bool = _NOKW) -> None:
+             no_keywords: bool = _NOKW, python: Optional[str] = _PYTHON) -> None:
     """Continue the code at a cursor (the rest of that line is replaced). Prints, never writes."""
     from .api import cursor_context
     from .repo import parse_file_position
@@ -242,7 +247,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
         return cursor_context(path, cur.line, cur.column, _check_repo(repo, path))
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
-         _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords)
+         _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python)
 
 
 @app.command()
@@ -257,7 +262,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              stream: Optional[bool] = _STREAM,
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
-             no_keywords: bool = _NOKW) -> None:
+             no_keywords: bool = _NOKW, python: Optional[str] = _PYTHON) -> None:
     """Write a function's body from its signature and docstring (printed, not written back)."""
     from .api import function_context
     from .repo import parse_file_function
@@ -267,7 +272,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
         return function_context(path, name, _check_repo(repo, path))
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
-         _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords)
+         _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python)
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:
