@@ -188,6 +188,12 @@ def create_app(service: Service) -> FastAPI:
             ticket.release()
         return close
 
+    def server_timings(t0, ticket) -> dict:
+        """What the server adds to the session's timings: the wait for an admission slot and
+        the request's whole time in the server (parsing and checks included)."""
+        return {"admission_ms": round(ticket.waited_s * 1e3, 2),
+                "server_ms": round((time.perf_counter() - t0) * 1e3, 2)}
+
     def failed(out) -> None:
         if out.error:
             raise RuntimeError(f"generation failed: {out.error}")
@@ -291,7 +297,9 @@ def create_app(service: Service) -> FastAPI:
             finally:
                 ticket.release()
             failed(out)
-            return wire.code_answer(out.generations[0], out.triggers[0], prep, model)
+            d = wire.code_answer(out.generations[0], out.triggers[0], prep, model)
+            d["timings"].update(server_timings(t0, ticket))
+            return d
         done: list = []
 
         async def events():
@@ -303,8 +311,9 @@ def create_app(service: Service) -> FastAPI:
                     triggers.append(ev.trigger)
                     yield wire.sse({"type": "trigger", "trigger": wire.trigger_json(ev.trigger)})
                 elif ev.kind == "done":
-                    yield wire.sse({"type": "done", **wire.code_answer(ev.result, triggers, prep,
-                                                                        model)})
+                    d = wire.code_answer(ev.result, triggers, prep, model)
+                    d["timings"].update(server_timings(t0, ticket))
+                    yield wire.sse({"type": "done", **d})
                 elif ev.kind == "error":
                     service.stats.errors += 1
                     yield wire.sse({"type": "error", "error": {"message": ev.error,

@@ -125,11 +125,12 @@ class Service:
                 warm_in_background()
                 for root in self.roots:
                     for f in _some_python_files(root, 3):
-                        try:
-                            text = f.read_text(encoding="utf-8")
-                        except (OSError, UnicodeDecodeError):
+                        try:       # the context a request on this file would get: same analyzer
+                            ctx = self.workspace.cursor(f, 1, 0)
+                        except (GroundcodeError, OSError):
                             continue
-                        self.gen.analyzer(root).prewarm(text, f)
+                        self.gen.analyzer(ctx.repo, getattr(ctx, "python", None)).prewarm(
+                            ctx.splice(""))
         finally:
             self.prewarmed.set()
 
