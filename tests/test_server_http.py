@@ -174,6 +174,22 @@ def test_openai_sse_chunks_end_with_done(client):
     assert len(finals) == 1 and chunks[-1]["usage"]["completion_tokens"] <= 6
 
 
+def test_completion_as_continue_sends_it(client):
+    # Continue's OpenAI provider with useLegacyCompletionsEndpoint and the template
+    # "{{{prefix}}}": a streamed legacy request with its long list of stop words
+    req = {"model": "groundcode", "prompt": "import os\n\n\ndef read(path):\n    ",
+           "max_tokens": 8, "temperature": 0.01, "stream": True,
+           "stop": ["\n\n", "\r\n\r\n", "/src/", "#- coding: utf-8", "```", "\ndef", "\nclass",
+                    "<fim_prefix>", "<fim_suffix>", "<fim_middle>", "<|endoftext|>"]}
+    with client.stream("POST", "/v1/completions", json=req,
+                       headers={"Authorization": "Bearer none"}) as r:
+        assert r.status_code == 200, r.read()
+        events = [ln[6:] for ln in r.iter_lines() if ln.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    text = "".join(c["choices"][0]["text"] for c in map(json.loads, events[:-1]) if c["choices"])
+    assert all(s not in text for s in req["stop"])
+
+
 def test_infill_as_llama_vim_sends_it(client):
     # llama.vim's FIM request and its warm-up (n_predict 0), field for field
     req = {"id_slot": 0, "input_prefix": "def f(x):\n", "input_suffix": "\n\nprint(f(1))\n",

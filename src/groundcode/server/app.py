@@ -194,9 +194,12 @@ def create_app(service: Service) -> FastAPI:
         return {"admission_ms": round(ticket.waited_s * 1e3, 2),
                 "server_ms": round((time.perf_counter() - t0) * 1e3, 2)}
 
-    def failed(out) -> None:
+    def failed(out) -> JSONResponse | None:
+        """A request the session could not serve: a 500 answered here (an exception would make
+        the server drop the connection, which a keep-alive client sees as a broken pipe)."""
         if out.error:
-            raise RuntimeError(f"generation failed: {out.error}")
+            return _error(500, f"generation failed: {out.error}".splitlines()[0])
+        return None
 
     # -- OpenAI legacy completions ---------------------------------------------------------------
     @app.post("/v1/completions", summary="OpenAI legacy completions (FIM with `suffix`)")
@@ -210,7 +213,8 @@ def create_app(service: Service) -> FastAPI:
                 out = await service.collect(stream, prep, request.is_disconnected)
             finally:
                 ticket.release()
-            failed(out)
+            if failed(out):
+                return failed(out)
             return wire.openai_completion(out, prep, model, rid, created)
         done: list = []
         include_usage = bool((body.stream_options or {}).get("include_usage"))
@@ -259,7 +263,8 @@ def create_app(service: Service) -> FastAPI:
                 out = await service.collect(stream, prep, request.is_disconnected)
             finally:
                 ticket.release()
-            failed(out)
+            if failed(out):
+                return failed(out)
             return wire.infill_answer(out.generations[0], prep, model, out.triggers[0])
         done: list = []
 
@@ -296,7 +301,8 @@ def create_app(service: Service) -> FastAPI:
                 out = await service.collect(stream, prep, request.is_disconnected)
             finally:
                 ticket.release()
-            failed(out)
+            if failed(out):
+                return failed(out)
             d = wire.code_answer(out.generations[0], out.triggers[0], prep, model)
             d["timings"].update(server_timings(t0, ticket))
             return d

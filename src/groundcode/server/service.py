@@ -32,6 +32,7 @@ from .options import ServeOptions
 from .schemas import CodeRequest, CompletionRequest, InfillRequest
 
 DEFAULT_INFILL_TOKENS = 128       # llama.vim's n_predict; used for n_predict: -1
+MAX_STOP = 32                     # OpenAI allows 4; Continue sends its template's and its own
 
 
 @dataclass
@@ -186,8 +187,8 @@ class Service:
             if bad:
                 raise ClientError(f"{name} is not supported by groundcode (leave it at its default)")
         stop = [b.stop] if isinstance(b.stop, str) else list(b.stop or [])
-        if len(stop) > 4 or any(not s for s in stop):
-            raise ClientError("stop: at most 4 non-empty strings")
+        if len(stop) > MAX_STOP or any(not s for s in stop):
+            raise ClientError(f"stop: at most {MAX_STOP} non-empty strings")
         check_text("prompt", prompt)
         check_text("suffix", b.suffix)
         for s in stop:
@@ -219,9 +220,9 @@ class Service:
             if c.text.strip():
                 head = f"# {c.filename}\n" if c.filename else ""
                 blocks.append(PromptBlock(head + c.text, f"input_extra:{c.filename}"))
+        if len(b.stop) > MAX_STOP or any(not s for s in b.stop):
+            raise ClientError(f"stop: at most {MAX_STOP} non-empty strings")
         for s in b.stop:
-            if not s:
-                raise ClientError("stop: empty string")
             check_text("stop", s)
         prefix, suffix = b.input_prefix + b.prompt, b.input_suffix
         n_predict = DEFAULT_INFILL_TOKENS if b.n_predict == -1 else b.n_predict
