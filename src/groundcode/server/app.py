@@ -343,6 +343,7 @@ def create_app(service: Service) -> FastAPI:
         return {"status": "ok", "model": service.model_name, "fim": service.has_fim,
                 "workspaces": [str(r) for r in service.roots],
                 "prewarmed": service.prewarmed.is_set(),
+                "prewarm_errors": service.prewarm_errors[:5],
                 "active": adm.active, "queued": adm.waiting,
                 "max_concurrency": adm.limit, "queue": adm.queue,
                 "served": st.served, "cancelled": st.cancelled, "errors": st.errors,

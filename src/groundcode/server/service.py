@@ -89,6 +89,7 @@ class Service:
         self.stats = Stats()
         self.started = time.time()
         self.prewarmed = threading.Event()
+        self.prewarm_errors: list[str] = []
         self._closed = False
 
     # -- facts ---------------------------------------------------------------------------------
@@ -119,7 +120,8 @@ class Service:
     # -- lifecycle -------------------------------------------------------------------------------
     def prewarm(self) -> None:
         """Start each workspace's analyzer (Jedi's cold start, its worker process) on a few of its
-        files, and load the mask kernel, so the first request does not pay for them."""
+        files, and load the mask kernel, so the first request does not pay for them. Best
+        effort: a file that cannot be prewarmed is skipped, never a reason not to serve."""
         try:
             if self.gen.monitor.enabled and self.roots:
                 from ..decoding.vocab.kernel import warm_in_background
@@ -128,10 +130,10 @@ class Service:
                     for f in _some_python_files(root, 3):
                         try:       # the context a request on this file would get: same analyzer
                             ctx = self.workspace.cursor(f, 1, 0)
-                        except (GroundcodeError, OSError):
-                            continue
-                        self.gen.analyzer(ctx.repo, getattr(ctx, "python", None)).prewarm(
-                            ctx.splice(""))
+                            self.gen.analyzer(ctx.repo, getattr(ctx, "python", None)).prewarm(
+                                ctx.splice(""))
+                        except Exception as exc:      # noqa: BLE001 (reported, not fatal)
+                            self.prewarm_errors.append(f"{f}: {type(exc).__name__}: {exc}"[:200])
         finally:
             self.prewarmed.set()
 
