@@ -63,7 +63,7 @@ def _edited(ws: Path) -> tuple[str, int, int]:
 @pytest.fixture(scope="module")
 def client(ws, tiny_model_dir):
     svc = Service(ServeOptions(workspaces=[ws], model=str(tiny_model_dir), max_body_bytes=64 << 10))
-    with TestClient(create_app(svc), raise_server_exceptions=False) as c:
+    with TestClient(create_app(svc), raise_server_exceptions=bool(os.environ.get("GC_RAISE"))) as c:
         assert svc.prewarmed.wait(60)
         yield c
 
@@ -166,8 +166,9 @@ def test_openai_sse_chunks_end_with_done(client):
                        json={"prompt": "def f(x):\n    return", "suffix": "\n", "max_tokens": 6,
                              "stream": True, "stream_options": {"include_usage": True}}) as r:
         assert r.status_code == 200
-        events = [ln[6:] for ln in r.iter_lines() if ln.startswith("data: ")]
-    assert events[-1] == "[DONE]"
+        raw = r.read().decode()
+    events = [ln[6:] for ln in raw.splitlines() if ln.startswith("data: ")]
+    assert events and events[-1] == "[DONE]", raw
     chunks = [json.loads(e) for e in events[:-1]]
     assert all(c["object"] == "text_completion" for c in chunks)
     finals = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]

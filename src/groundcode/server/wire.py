@@ -35,8 +35,8 @@ def final_triggers(gen, streamed) -> list:
 
 
 def timings_json(gen) -> dict:
-    t = dict(getattr(gen, "timings", None) or {})
-    return {k: round(float(v), 2) for k, v in t.items()}
+    t = dict(getattr(gen, "timings", None) or {})     # a phase that did not happen: None
+    return {k: round(float(v), 2) if isinstance(v, (int, float)) else v for k, v in t.items()}
 
 
 def grounding(prep, gen=None, triggers=None) -> dict:
@@ -83,9 +83,9 @@ def _infill_timings(gen) -> dict:
     t = getattr(gen, "timings", None) or {}
     prompt_n = max(0, int(getattr(gen, "prompt_tokens", 0) or 0)
                    - int(getattr(gen, "tokens_cached", 0) or 0))
-    prompt_ms = float(t.get("prefill_ms", 0.0))
+    prompt_ms = float(t.get("prefill_ms") or 0.0)
     predicted_n = int(gen.tokens)
-    predicted_ms = float(t.get("decode_ms", 0.0))
+    predicted_ms = float(t.get("decode_ms") or 0.0)
     return {"prompt_n": prompt_n, "prompt_ms": round(prompt_ms, 3),
             "prompt_per_token_ms": round(prompt_ms / prompt_n, 3) if prompt_n else 0.0,
             "prompt_per_second": round(1e3 * prompt_n / prompt_ms, 3) if prompt_ms else 0.0,
