@@ -160,6 +160,7 @@ def main(argv=None) -> int:
     ap.add_argument("--deadline", type=float, default=30.0)
     ap.add_argument("--max-requests", type=int, default=5000, help="per level")
     ap.add_argument("--quick", action="store_true", help="8 s per level, 8 tokens (a smoke run)")
+    ap.add_argument("--note", default="", help="recorded in the JSON (what was run, and why)")
     ap.add_argument("--out", default=None, help="default benchmarks/results/serve_load.json "
                                                 "(--quick: serve_load_quick.json)")
     args = ap.parse_args(argv)
@@ -187,7 +188,7 @@ def main(argv=None) -> int:
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     result: dict = {"benchmark": "serve_load", "machine": _machine(), "command": cmd[1:],
                     "levels": [], "max_tokens": args.max_tokens, "seconds_per_level": args.seconds,
-                    "load_avg_before": [round(x, 2) for x in load_before]}
+                    "load_avg_before": [round(x, 2) for x in load_before], "note": args.note}
     try:
         t_up = time.perf_counter() + 300
         while True:
