@@ -18,14 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
-pytest.importorskip("fastapi")
-from fastapi.testclient import TestClient  # noqa: E402
-
-from groundcode.server.admission import Admission, Busy  # noqa: E402
-from groundcode.server.app import create_app  # noqa: E402
-from groundcode.server.options import ServeOptions  # noqa: E402
-from groundcode.server.service import Service  # noqa: E402
+from groundcode.server.admission import Admission, Busy
+from groundcode.server.app import create_app
+from groundcode.server.options import ServeOptions
+from groundcode.server.service import Service
 
 CART_MEMBERS = {"owner", "registry", "add", "last", "total"}
 EDIT = "\n    def total(self): return self."
@@ -351,7 +349,7 @@ def server(tmp_path_factory, shop_repo):
 
 
 def test_openai_client_not_streamed_and_streamed(server):
-    openai = pytest.importorskip("openai")
+    import openai
     base, _ = server
     client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=60)
     model = client.models.list().data[0].id
