@@ -285,6 +285,24 @@ def test_bearer_auth(ws, tiny_model_dir):
         assert c.get("/v1/models", headers={"Authorization": "Bearer s3cret"}).status_code == 200
 
 
+def test_deadline_cuts_a_long_completion(ws, tiny_model_dir):
+    svc = Service(ServeOptions(workspaces=[ws], model=str(tiny_model_dir), deadline_s=1.5,
+                               prewarm=False))
+    text = (ws / "shop" / "cart.py").read_text() + "\n"       # a new top-level line: no block end
+    with TestClient(create_app(svc)) as c:
+        t0 = time.perf_counter()
+        r = c.post("/v1/code/completions", json={"path": "shop/cart.py", "text": text,
+                                                  "line": text.count("\n") + 1, "column": 0,
+                                                  "max_tokens": 1000, "temperature": 1.0})
+        took = time.perf_counter() - t0
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["finish_reason"] in ("deadline", "eos"), d
+    if d["finish_reason"] == "deadline":
+        assert d["tokens"] < 1000
+    assert took < 10
+
+
 def test_admission_queue_bound_and_timeout():
     async def main():
         adm = Admission(limit=1, queue=1)
