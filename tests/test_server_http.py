@@ -270,6 +270,14 @@ def test_suffix_on_a_model_without_fim_is_a_400(no_fim_client):
     assert no_fim_client.get("/health").json()["fim"] is False
 
 
+def test_infill_on_a_model_without_fim_continues_the_prefix_and_says_so(no_fim_client):
+    r = no_fim_client.post("/infill", json={"input_prefix": "def f(x):\n", "prompt": "    ",
+                                            "input_suffix": "\n", "n_predict": 4})
+    assert r.status_code == 200, r.text
+    g = r.json()["groundcode"]
+    assert g["fim"] is False and "without seeing the suffix" in g["note"]
+
+
 def test_request_size_limit(client):
     r = client.post("/v1/completions", json={"prompt": "x" * (70 << 10)})
     assert "limit" in _one_line_error(r, 413)
