@@ -272,3 +272,11 @@ def test_the_project_environment_is_the_repositorys_venv(tmp_path):
         r = _members(a, code, tmp_path / "m.py", 2, len("onlyinvenv."), receiver="onlyinvenv", cache_key=("v",),
                      timeout=60)
     assert "venv_function" not in r.names
+
+
+def test_only_the_jedi_modules_import_jedi():
+    import re
+    src = Path(__file__).parent.parent / "src" / "groundcode"
+    importers = {p.name for p in src.rglob("*.py")
+                 if re.search(r"^\s*(import jedi|from jedi)", p.read_text(), re.M)}
+    assert importers and all(n.startswith("jedi_") for n in importers), importers

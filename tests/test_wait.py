@@ -46,3 +46,12 @@ def test_rows_of_one_step_share_the_window_and_a_new_step_opens_another():
     t1 = time.perf_counter()
     assert p.wait([Lands(time.perf_counter() + 0.05)], 2.0) == ["answer"]
     assert time.perf_counter() - t1 < 0.2                 # an answer ends the wait at once
+
+
+def test_a_window_whose_waits_were_answered_leaves_no_pause():
+    p = WaitPolicy(budget_s=0.1)
+    assert p.wait([Lands(time.perf_counter() + 0.02)], 2.0) == ["answer"]
+    time.sleep(0.12)                                      # the window has passed, unexhausted
+    t0 = time.perf_counter()
+    assert p.wait([Lands(time.perf_counter() + 0.05)], 2.0) == ["answer"]
+    assert 0.04 < time.perf_counter() - t0 < 0.1          # a fresh window: it waited

@@ -10,10 +10,11 @@ roll back, a tool call), it waits through `WaitPolicy.wait(tickets, deadline)`:
   * that instant is also bounded by a window shared by every row that waits in the same step:
     the first wait opens it (`budget_s` long; None: the deadline of that wait), and later waits
     end with it. N rows settling in one step cost the batch one budget, not N deadlines. Once
-    a window has passed, the next one opens at the next step (`new_step()`, called by the
-    engine between steps) — or, for a host that never calls it, once as much time as the
-    window's waits blocked has passed since it ended: analysis waits then take at most half
-    of the wall time.
+    a window has run out (a wait ended with answers still running), the next one opens at the
+    next step (`new_step()`, called by the engine between steps) — or, for a host that never
+    calls it, once as much time as the window's waits blocked has passed since it ended:
+    stalled analysis then takes at most half of the wall time. A window whose waits all got
+    their answers leaves no such pause.
 
 Thread-safe (one policy per Generator, shared by all its rows). Not here: tickets (base.py),
 the guides' states. Test: tests/test_wait.py.
@@ -31,6 +32,7 @@ class WaitPolicy:
         self._window_end = 0.0
         self._blocked = 0.0          # time waits blocked in the current window
         self._fresh = True           # a new window may open now
+        self._ran_out = False        # a wait of the current window ended unanswered at its end
         self.waited_s = 0.0          # total blocked time (reports)
         self.waits = 0
 
@@ -44,11 +46,11 @@ class WaitPolicy:
         now = time.perf_counter()
         with self._lock:
             if now >= self._window_end:
-                if not (self._fresh or now >= self._window_end + self._blocked):
-                    return now               # this step's window has passed
+                if self._ran_out and not (self._fresh or now >= self._window_end + self._blocked):
+                    return now               # this step's window has run out
                 self._window_end = now + (self.budget_s if self.budget_s is not None else deadline_s)
                 self._blocked = 0.0
-                self._fresh = False
+                self._fresh = self._ran_out = False
             return min(now + deadline_s, self._window_end)
 
     def wait(self, tickets, deadline_s: float) -> list:
@@ -62,6 +64,8 @@ class WaitPolicy:
             left = end - time.perf_counter()
             out.append(t.result(left) if left > 0 else t.result(0))
         with self._lock:
+            if any(a is None for a in out) and end >= self._window_end:
+                self._ran_out = True
             dt = time.perf_counter() - t0
             self.waited_s += dt
             self._blocked += dt
