@@ -3,6 +3,7 @@ calls one library function; user errors print one line (exit 2), never a traceba
 
     groundcode complete FILE:LINE:COL [--repo DIR] [--model ID|PATH] [--no-monitor] [--json]
     groundcode generate FILE:FUNCTION [--repo DIR] [--tool-tokens] [...]
+    groundcode serve --workspace DIR [--model ID]      (HTTP server: server/cli.py)
     groundcode models list|pull|path                   (sub-app of models/)
     groundcode augment SOURCE... --out aug.jsonl       (ToolGen's <COMP> augmentation, training/)
     groundcode corpus ... / train ... / bench ... / index ...  (sub-apps of training/,
@@ -73,6 +74,8 @@ def _mount_subapps() -> None:
         app.command("augment")(augment_cmd)
     except ImportError:
         pass
+    from .server.cli import serve_cmd       # imports fastapi/uvicorn only when it runs
+    app.command("serve")(serve_cmd)
 
 
 def _print_triggers(gen, seconds: float) -> None:

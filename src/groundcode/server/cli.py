@@ -1,0 +1,79 @@
+"""`groundcode serve`: the HTTP server's command (typer). fastapi and uvicorn are imported only
+when it runs, so the rest of the CLI works without the `serve` extra.
+
+    groundcode serve --workspace DIR [--workspace DIR2] [--model tiny] [--host 127.0.0.1]
+                     [--port 8012] [--api-key KEY] [--max-concurrency 2] [--queue 8]
+                     [--deadline 30]
+
+Binds to loopback unless told otherwise; prints one line with the address when it is ready.
+Not here: the app (app.py). Tested by tests/test_server_http.py (a real uvicorn subprocess).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import GroundcodeError
+
+
+def serve_cmd(
+    workspace: List[Path] = typer.Option([], "--workspace", "-w",
+                                         help="a directory whose files requests may name (repeatable); "
+                                              "its analyzer is prewarmed at start"),
+    model: Optional[str] = typer.Option(None, "--model", "-m",
+                                        help="registry name, tiny, a local path or an HF id"),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to bind (loopback by default)"),
+    port: int = typer.Option(8012, "--port", help="TCP port (llama.vim's default is 8012)"),
+    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="GROUNDCODE_API_KEY",
+                                          help="require 'Authorization: Bearer KEY' (also from "
+                                               "$GROUNDCODE_API_KEY)"),
+    max_concurrency: int = typer.Option(2, "--max-concurrency",
+                                        help="requests decoding at once"),
+    queue: int = typer.Option(8, "--queue", help="requests waiting for a slot; beyond: HTTP 429"),
+    deadline: float = typer.Option(30.0, "--deadline",
+                                   help="seconds per request, queue wait included; the "
+                                        "completion is cut there"),
+    analysis_deadline: float = typer.Option(2.0, "--analysis-deadline",
+                                            help="seconds per (warm) analysis call before "
+                                                 "failing open"),
+    max_tokens: int = typer.Option(1024, "--max-tokens-limit",
+                                   help="largest max_tokens / n_predict a request may ask"),
+    max_body: int = typer.Option(2 << 20, "--max-body-bytes", help="largest request body"),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 …"),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="float32, bfloat16, float16"),
+    no_prewarm: bool = typer.Option(False, "--no-prewarm", help="do not prewarm the analyzers"),
+    log_level: str = typer.Option("warning", "--log-level", help="uvicorn's log level"),
+) -> None:
+    """Serve completions over HTTP: OpenAI /v1/completions, llama.cpp /infill and the
+    structured /v1/code/completions (docs/EDITORS.md). Never writes into a workspace."""
+    from ..cli import _quiet_libraries, err
+    _quiet_libraries()
+    try:
+        import uvicorn
+
+        from .app import create_app
+    except ImportError as exc:
+        raise GroundcodeError(f"groundcode serve needs the serve extra ({exc.name} is missing): "
+                              "pip install 'groundcode[serve]'") from None
+    from .options import ServeOptions
+    from .service import Service
+    if not 0 < port < 65536:
+        raise GroundcodeError(f"--port must be in 1..65535, got {port}")
+    opts = ServeOptions(workspaces=list(workspace), model=model, api_key=api_key or None,
+                        max_concurrency=max_concurrency, queue=queue, deadline_s=deadline,
+                        max_body_bytes=max_body, max_tokens_cap=max_tokens, device=device,
+                        dtype=dtype, analysis_deadline_s=analysis_deadline,
+                        prewarm=not no_prewarm)
+    with err.status("loading model…", spinner="dots"):
+        service = Service(opts)
+    app = create_app(service)
+    if host not in ("127.0.0.1", "localhost", "::1") and not api_key:
+        err.print(f"[yellow]warning:[/yellow] listening on {host} without --api-key")
+    err.print(f"groundcode serve: {service.model_name} on http://{host}:{port} "
+              f"(workspaces: {', '.join(str(r) for r in service.roots) or 'none'}; pid {os.getpid()})",
+              highlight=False, soft_wrap=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False,
+                timeout_graceful_shutdown=5)

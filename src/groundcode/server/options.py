@@ -1,0 +1,25 @@
+"""The options of `groundcode serve` in one dataclass (the CLI fills it, tests build it).
+
+Not here: the flags themselves (cli.py). Tested through tests/test_server_http.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class ServeOptions:
+    workspaces: list[Path] = field(default_factory=list)   # analyzer roots; files only in these
+    model: str | None = None         # registry name, tiny, path or HF id (None: the default)
+    api_key: str | None = None       # bearer token required on every endpoint but /health
+    max_concurrency: int = 2         # requests decoding in the session at once
+    queue: int = 8                   # requests waiting for a slot; beyond them: 429
+    deadline_s: float = 30.0         # wall-clock budget per request (queue wait included)
+    max_body_bytes: int = 2 << 20    # larger request bodies: 413
+    max_tokens_cap: int = 1024       # max_tokens / n_predict above this: 400
+    max_n: int = 8                   # samples per request
+    device: str | None = None
+    dtype: str | None = None
+    analysis_deadline_s: float = 2.0 # per analysis call (MonitorConfig.deadline_s)
+    prewarm: bool = True             # prewarm each workspace's analyzer at start

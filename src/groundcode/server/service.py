@@ -1,0 +1,346 @@
+"""The serving state and what each endpoint asks of it, free of HTTP: one Generator (model,
+vocab index, warm analyzers), one Session (the scheduler that decodes every request), one
+Workspace (the served roots and their buffers), the admission limits and counters.
+
+    svc = Service(ServeOptions(workspaces=[...], model="tiny"))   # or Service(opts, generator)
+    prep = svc.completion(CompletionRequest(...))   # / svc.infill(...) / svc.code(...): checked,
+                                                    # a session Request (ClientError: 4xx)
+    ticket = await svc.admission.enter(svc.remaining(t0))          # Busy: 429
+    stream = svc.submit(prep, t0)                   # the session's stream; cancel() on disconnect
+    out = await svc.collect(stream, prep, is_disconnected)        # Outcome: generations, triggers
+    svc.prewarm(); svc.close()
+
+The request's deadline counts from its arrival: what the queue took is gone from decoding.
+Session and Workspace are the contract of notes/common.md; only this module touches them.
+Not here: wire shapes (wire.py), HTTP (app.py). Tested by tests/test_server_http.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..config import MonitorConfig, SamplingConfig
+from ..errors import GroundcodeError
+from .admission import Admission
+from .guard import ClientError, check_position, check_text, cursor_of, inside
+from .options import ServeOptions
+from .schemas import CodeRequest, CompletionRequest, InfillRequest
+
+DEFAULT_INFILL_TOKENS = 128       # llama.vim's n_predict; used for n_predict: -1
+MAX_STOP = 32                     # OpenAI allows 4; Continue sends its template's and its own
+
+
+@dataclass
+class Prepared:
+    """A checked request: what the session gets, and what the answer must say about it."""
+    request: object | None            # session.Request (None: warm only)
+    grounded: bool
+    path: str | None = None           # the file, relative to its workspace when it is in one
+    note: str = ""                    # why it is not grounded / what was not used
+    warm: object = None               # n_predict 0: what to prefill (a CodeContext or text)
+    n: int = 1
+    fim: bool = False                 # the model sees the suffix (fill-in-the-middle)
+    response_fields: list | None = None
+
+
+@dataclass
+class Outcome:
+    generations: list                 # api.Generation per sample (None if it never finished)
+    triggers: list                    # TriggerRecords per sample, in order
+    error: str | None = None
+    cancelled: bool = False
+
+
+@dataclass
+class Stats:
+    served: int = 0
+    cancelled: int = 0
+    errors: int = 0
+    refused: dict = field(default_factory=dict)     # HTTP status -> count
+
+
+class Service:
+    def __init__(self, opts: ServeOptions, generator=None):
+        self.opts = opts
+        self.roots = []
+        for w in opts.workspaces:
+            p = Path(w).expanduser().resolve()
+            if not p.is_dir():
+                raise GroundcodeError(f"--workspace {w}: not a directory")
+            self.roots.append(p)
+        if opts.max_concurrency < 1 or opts.queue < 0 or opts.deadline_s <= 0:
+            raise GroundcodeError("--max-concurrency must be >= 1, --queue >= 0, --deadline > 0")
+        if generator is None:
+            from ..api import Generator
+            generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s),
+                                  device=opts.device, dtype=opts.dtype)
+        self.gen = generator
+        self.session = self.gen.session        # shared with anything else using this generator
+        self.workspace = None
+        if self.roots:
+            from ..workspace import Workspace
+            self.workspace = Workspace(self.roots)
+        self.admission = Admission(opts.max_concurrency, opts.queue)
+        self.stats = Stats()
+        self.started = time.time()
+        self.prewarmed = threading.Event()
+        self.prewarm_errors: list[str] = []
+        self._closed = False
+
+    # -- facts ---------------------------------------------------------------------------------
+    @property
+    def model_name(self) -> str:
+        return self.gen.lm.name
+
+    @property
+    def has_fim(self) -> bool:
+        """The model fills in the middle: its tokenizer has FIM tokens and the registry does not
+        say it was never trained for them (the prompt builder's `auto` rule)."""
+        p = self.gen.prompts
+        return p.fim_tokens is not None and p.fim_trained is not False
+
+    @property
+    def context_length(self) -> int:
+        return int(self.gen.prompts.context_length)
+
+    def remaining(self, t0: float) -> float:
+        return self.opts.deadline_s - (time.perf_counter() - t0)
+
+    def relative(self, path: Path) -> str:
+        for r in self.roots:
+            if r in path.parents:
+                return str(path.relative_to(r))
+        return str(path)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def prewarm(self) -> None:
+        """Start each workspace's analyzer (Jedi's cold start, its worker process) on a few of its
+        files, and load the mask kernel, so the first request does not pay for them. Best
+        effort: a file that cannot be prewarmed is skipped, never a reason not to serve."""
+        try:
+            if self.gen.monitor.enabled and self.roots:
+                from ..decoding.vocab.kernel import warm_in_background
+                warm_in_background()
+                for root in self.roots:
+                    for f in _some_python_files(root, 3):
+                        try:       # the context a request on this file would get: same analyzer
+                            ctx = self.workspace.cursor(f, 1, 0)
+                            self.gen.analyzer(ctx.repo, getattr(ctx, "python", None)).prewarm(
+                                ctx.splice(""))
+                        except Exception as exc:      # noqa: BLE001 (reported, not fatal)
+                            self.prewarm_errors.append(f"{f}: {type(exc).__name__}: {exc}"[:200])
+        finally:
+            self.prewarmed.set()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.session.close()
+        self.gen.close()
+
+    # -- requests -> session Requests ----------------------------------------------------------
+    def _sampling(self, max_tokens: int, temperature: float, top_p: float, seed, until="block",
+                  n: int = 1) -> SamplingConfig:
+        cap = min(self.opts.max_tokens_cap, self.context_length - 16)
+        if max_tokens > cap:
+            raise ClientError(f"max_tokens {max_tokens} is above this server's limit ({cap})")
+        if n > self.opts.max_n:
+            raise ClientError(f"n {n} is above this server's limit ({self.opts.max_n})")
+        if n > 1 and temperature <= 0:
+            raise ClientError("n > 1 needs temperature > 0 (greedy decoding gives one answer)")
+        try:
+            return SamplingConfig(temperature=temperature, top_p=top_p, seed=seed or 0,
+                                  max_new_tokens=max_tokens, stop=until)
+        except GroundcodeError as exc:
+            raise ClientError(str(exc)) from None
+
+    def _context(self, path: str, text: str, line: int, column: int, must_exist: bool = True):
+        """A CodeContext at (line, column) of `text`, the buffer of `path` in a workspace."""
+        real = inside(self.roots, path, must_exist=must_exist)
+        check_position(text, line, column)
+        try:
+            return real, self.workspace.cursor(real, line, column, text=text)
+        except ClientError:
+            raise
+        except GroundcodeError as exc:
+            raise ClientError(str(exc)) from None
+
+    def _request(self, **kw):
+        from ..session import Request
+        return Request(**kw)
+
+    def completion(self, b: CompletionRequest) -> Prepared:
+        prompt = b.prompt
+        if isinstance(prompt, list):
+            if len(prompt) != 1:
+                raise ClientError("prompt: send one string (a batch of prompts is not served)")
+            prompt = prompt[0]
+        for name, bad in (("logprobs", b.logprobs not in (None, 0)), ("echo", b.echo),
+                          ("best_of", b.best_of not in (None, 1, b.n)),
+                          ("presence_penalty", b.presence_penalty != 0),
+                          ("frequency_penalty", b.frequency_penalty != 0),
+                          ("logit_bias", bool(b.logit_bias))):
+            if bad:
+                raise ClientError(f"{name} is not supported by groundcode (leave it at its default)")
+        stop = [b.stop] if isinstance(b.stop, str) else list(b.stop or [])
+        if len(stop) > MAX_STOP or any(not s for s in stop):
+            raise ClientError(f"stop: at most {MAX_STOP} non-empty strings")
+        check_text("prompt", prompt)
+        check_text("suffix", b.suffix)
+        for s in stop:
+            check_text("stop", s)
+        suffix = b.suffix or None
+        if suffix is not None and not self.has_fim:
+            raise ClientError(f"suffix: model {self.model_name} has no fill-in-the-middle template; "
+                              "send the prompt alone (or serve a FIM model)")
+        sampling = self._sampling(b.max_tokens, b.temperature, b.top_p, b.seed, n=b.n)
+        if b.groundcode is not None:
+            text = prompt + (suffix or "")
+            line, col = cursor_of(prompt)
+            real, ctx = self._context(b.groundcode.path, text, line, col, must_exist=False)
+            req = self._request(context=ctx, sampling=sampling, n=b.n, stop=tuple(stop))
+            return Prepared(req, True, self.relative(real), n=b.n, fim=suffix is not None)
+        req = self._request(prompt_text=prompt, suffix_text=suffix, sampling=sampling, n=b.n,
+                            stop=tuple(stop))
+        return Prepared(req, False, None, "no groundcode.path in the request: plain decoding",
+                        n=b.n, fim=suffix is not None)
+
+    def infill(self, b: InfillRequest) -> Prepared:
+        from ..decoding.prompt import PromptBlock
+        for name, t in (("input_prefix", b.input_prefix), ("input_suffix", b.input_suffix),
+                        ("prompt", b.prompt)):
+            check_text(name, t)
+        blocks = []
+        for k, c in enumerate(b.input_extra):
+            check_text(f"input_extra[{k}].text", c.text)
+            if c.text.strip():
+                head = f"# {c.filename}\n" if c.filename else ""
+                blocks.append(PromptBlock(head + c.text, f"input_extra:{c.filename}"))
+        if len(b.stop) > MAX_STOP or any(not s for s in b.stop):
+            raise ClientError(f"stop: at most {MAX_STOP} non-empty strings")
+        for s in b.stop:
+            check_text("stop", s)
+        prefix, suffix = b.input_prefix + b.prompt, b.input_suffix
+        n_predict = DEFAULT_INFILL_TOKENS if b.n_predict == -1 else b.n_predict
+        fim = self.has_fim
+        note = "" if fim else (f"model {self.model_name} has no fill-in-the-middle template: it "
+                               "continued the prefix without seeing the suffix")
+        ctx, real = None, None
+        if b.groundcode is not None:
+            line, col = cursor_of(prefix)
+            real, ctx = self._context(b.groundcode.path, prefix + suffix, line, col,
+                                      must_exist=False)
+        if n_predict == 0:        # llama.vim / llama.vscode: prefill the context, answer nothing
+            return Prepared(None, ctx is not None, real and self.relative(real), note,
+                            warm=ctx if ctx is not None else "".join(
+                                x.text + "\n" for x in blocks) + prefix,
+                            fim=fim, response_fields=b.response_fields)
+        sampling = self._sampling(n_predict, b.temperature, b.top_p, b.seed)
+        if ctx is not None:
+            req = self._request(context=ctx, sampling=sampling, blocks=tuple(blocks),
+                                stop=tuple(b.stop))
+            return Prepared(req, True, self.relative(real), note, fim=fim,
+                            response_fields=b.response_fields)
+        req = self._request(prompt_text=prefix, suffix_text=suffix if fim else None,
+                            sampling=sampling, blocks=tuple(blocks), stop=tuple(b.stop))
+        note = "; ".join(x for x in ("no groundcode.path in the request: plain decoding", note) if x)
+        return Prepared(req, False, None, note, fim=fim, response_fields=b.response_fields)
+
+    def code(self, b: CodeRequest) -> Prepared:
+        check_text("text", b.text)
+        text = b.text
+        if text is None:
+            real = inside(self.roots, b.path)
+            try:
+                text = self.workspace.text(real)
+            except GroundcodeError as exc:
+                raise ClientError(str(exc)) from None
+            check_text(b.path, text)
+        sampling = self._sampling(b.max_tokens, b.temperature, b.top_p, b.seed, until=b.until)
+        real, ctx = self._context(b.path, text, b.line, b.column, must_exist=b.text is None)
+        req = self._request(context=ctx, sampling=sampling)
+        return Prepared(req, True, self.relative(real))
+
+    # -- running -----------------------------------------------------------------------------
+    def submit(self, prep: Prepared, t0: float):
+        """Hand the request to the session with what is left of its deadline."""
+        prep.request = replace(prep.request, deadline_s=max(0.05, self.remaining(t0)))
+        try:
+            return self.session.submit(prep.request)
+        except GroundcodeError as exc:
+            raise ClientError(str(exc)) from None
+
+    def warm(self, prep: Prepared, t0: float) -> float:
+        """n_predict 0: prefill only (waits for it, within the deadline); returns the
+        milliseconds it took."""
+        t = time.perf_counter()
+        try:
+            self.session.warm(prep.warm).result(timeout=max(0.05, self.remaining(t0)))
+        except GroundcodeError as exc:
+            raise ClientError(str(exc)) from None
+        return (time.perf_counter() - t) * 1e3
+
+    async def collect(self, stream, prep: Prepared, is_disconnected=None) -> Outcome:
+        """Wait for every sample of `stream`; a client that goes away cancels it in the session
+        (polled every 50 ms: a plain request has no other sign of a closed connection)."""
+        out = Outcome([None] * prep.n, [[] for _ in range(prep.n)])
+        watcher = None
+        if is_disconnected is not None:
+            async def watch():
+                while True:
+                    await asyncio.sleep(0.05)
+                    if await is_disconnected():
+                        out.cancelled = True
+                        stream.cancel()
+                        return
+            watcher = asyncio.create_task(watch())
+        try:
+            async for ev in stream.aiter():
+                if ev.kind == "trigger":
+                    out.triggers[ev.sample].append(ev.trigger)
+                elif ev.kind == "done":
+                    out.generations[ev.sample] = ev.result
+                elif ev.kind == "error":
+                    out.error = ev.error
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            if out.cancelled or any(g is None for g in out.generations):
+                stream.cancel()       # also when this coroutine itself was cancelled
+        self.count(out)
+        return out
+
+    def count(self, out: Outcome) -> None:
+        if out.cancelled:
+            self.stats.cancelled += 1
+        elif out.error:
+            self.stats.errors += 1
+        else:
+            self.stats.served += 1
+
+    def analyzer_pids(self) -> list[int]:
+        """Worker processes of this server (the analyzers'), for /health and leak checks."""
+        try:
+            import psutil
+            return [c.pid for c in psutil.Process(os.getpid()).children(recursive=True)]
+        except Exception:   # psutil missing: the count is unknown, not zero
+            return []
+
+
+def _some_python_files(root: Path, k: int) -> list[Path]:
+    """Up to `k` Python files of `root`, shallow first, skipping hidden and virtualenv folders
+    (a bounded walk: a huge workspace must not delay the start)."""
+    out = []
+    for dirpath, dirnames, filenames in itertools.islice(os.walk(root), 200):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in
+                             ("node_modules", "venv", "__pycache__", "site-packages"))
+        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
+        if len(out) >= k:
+            break
+    return out[:k]

@@ -1,0 +1,148 @@
+"""Answers in the shape each client reads. Pure functions from session results to JSON-ready
+dicts; no HTTP.
+
+    openai_completion(out, prep, model, rid, created)   OpenAI `text_completion`
+    openai_chunk(rid, created, model, index, text, finish_reason=None, extra=None)
+    infill_answer(gen, prep, model) / infill_chunk(text)   llama.cpp /infill
+    code_answer(gen, triggers, prep, model)             the structured endpoint
+    sse(obj) -> bytes                                   one server-sent event
+
+Every answer says whether it was grounded (`groundcode.grounded`) and, when it was, which
+identifiers the analyzer chose (`triggers`, as `groundcode complete --json` prints them).
+Tested by tests/test_server_http.py.
+"""
+from __future__ import annotations
+
+import json
+
+# Session finish reasons -> OpenAI's two (a deadline cuts the text like the token limit does).
+_FINISH = {"eos": "stop", "stop": "stop", "length": "length", "deadline": "length",
+           "cancelled": "stop"}
+
+
+def finish_reason(reason: str | None) -> str:
+    return _FINISH.get(reason or "", "stop")
+
+
+def trigger_json(t) -> dict:
+    return t.to_json() if hasattr(t, "to_json") else dict(t)
+
+
+def final_triggers(gen, streamed) -> list:
+    """The sample's trigger records: the Generation's (final: `chosen` filled in) when it has
+    them, else those streamed as "trigger" updates."""
+    return list(getattr(gen, "triggers", None) or streamed or [])
+
+
+def timings_json(gen) -> dict:
+    t = dict(getattr(gen, "timings", None) or {})     # a phase that did not happen: None
+    return {k: round(float(v), 2) if isinstance(v, (int, float)) else v for k, v in t.items()}
+
+
+def grounding(prep, gen=None, triggers=None) -> dict:
+    d = {"grounded": prep.grounded, "fim": prep.fim}
+    if prep.path:
+        d["path"] = prep.path
+    if prep.note:
+        d["note"] = prep.note
+    if gen is not None:
+        d["finish_reason"] = gen.finish_reason
+        d["triggers"] = [trigger_json(t) for t in final_triggers(gen, triggers)]
+        d["timings"] = timings_json(gen)
+    return d
+
+
+def usage(gens) -> dict:
+    gens = [g for g in gens if g is not None]
+    p = int(getattr(gens[0], "prompt_tokens", 0) or 0) if gens else 0
+    c = sum(int(g.tokens) for g in gens)
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+
+def openai_completion(out, prep, model: str, rid: str, created: int) -> dict:
+    choices = []
+    for i, g in enumerate(out.generations):
+        choices.append({"text": g.completion if g else "", "index": i, "logprobs": None,
+                        "finish_reason": finish_reason(g.finish_reason if g else None),
+                        "groundcode": grounding(prep, g, out.triggers[i]) if g else None})
+    return {"id": rid, "object": "text_completion", "created": created, "model": model,
+            "choices": choices, "usage": usage(out.generations),
+            "groundcode": grounding(prep)}
+
+
+def openai_chunk(rid: str, created: int, model: str, index: int, text: str,
+                 finish: str | None = None, extra: dict | None = None) -> dict:
+    choice = {"text": text, "index": index, "logprobs": None, "finish_reason": finish}
+    if extra is not None:
+        choice["groundcode"] = extra
+    return {"id": rid, "object": "text_completion", "created": created, "model": model,
+            "choices": [choice]}
+
+
+def _infill_timings(gen) -> dict:
+    t = getattr(gen, "timings", None) or {}
+    prompt_n = max(0, int(getattr(gen, "prompt_tokens", 0) or 0)
+                   - int(getattr(gen, "tokens_cached", 0) or 0))
+    prompt_ms = float(t.get("prefill_ms") or 0.0)
+    predicted_n = int(gen.tokens)
+    predicted_ms = float(t.get("decode_ms") or 0.0)
+    return {"prompt_n": prompt_n, "prompt_ms": round(prompt_ms, 3),
+            "prompt_per_token_ms": round(prompt_ms / prompt_n, 3) if prompt_n else 0.0,
+            "prompt_per_second": round(1e3 * prompt_n / prompt_ms, 3) if prompt_ms else 0.0,
+            "predicted_n": predicted_n, "predicted_ms": round(predicted_ms, 3),
+            "predicted_per_token_ms": round(predicted_ms / predicted_n, 3) if predicted_n else 0.0,
+            "predicted_per_second": (round(1e3 * predicted_n / predicted_ms, 3)
+                                     if predicted_ms else 0.0)}
+
+
+def pick_fields(d: dict, fields: list | None) -> dict:
+    """llama.cpp's `response_fields`: only these, a nested one under its slash path as the key
+    (`"timings/prompt_n"`: that is what llama.vim reads)."""
+    if not fields:
+        return d
+    out = {}
+    for f in fields:
+        node, ok = d, True
+        for part in f.split("/"):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                ok = False
+                break
+        if ok and f:
+            out[f] = node
+    return out
+
+
+def infill_answer(gen, prep, model: str, triggers=None) -> dict:
+    d = {"content": gen.completion, "stop": True, "model": model,
+         "stop_type": "limit" if gen.finish_reason in ("length", "deadline") else "eos",
+         "tokens_predicted": int(gen.tokens),
+         "tokens_evaluated": int(getattr(gen, "prompt_tokens", 0) or 0),
+         "timings": _infill_timings(gen),
+         "tokens_cached": int(getattr(gen, "tokens_cached", 0) or 0),
+         "truncated": bool(getattr(gen, "truncated", False)),
+         "groundcode": grounding(prep, gen, triggers)}
+    return pick_fields(d, prep.response_fields)
+
+
+def infill_warm_answer(prep, model: str, warm_ms: float) -> dict:
+    d = {"content": "", "stop": True, "model": model, "stop_type": "limit",
+         "tokens_predicted": 0, "tokens_evaluated": 0,
+         "timings": {"prompt_n": 0, "prompt_ms": round(warm_ms, 3), "predicted_n": 0,
+                     "predicted_ms": 0.0},
+         "tokens_cached": 0, "truncated": False, "groundcode": grounding(prep)}
+    return pick_fields(d, prep.response_fields)
+
+
+def code_answer(gen, triggers, prep, model: str) -> dict:
+    return {"completion": gen.completion, "finish_reason": gen.finish_reason,
+            "triggers": [trigger_json(t) for t in final_triggers(gen, triggers)],
+            "timings": timings_json(gen), "tokens": int(gen.tokens),
+            "prompt_tokens": int(getattr(gen, "prompt_tokens", 0) or 0),
+            "tokens_cached": int(getattr(gen, "tokens_cached", 0) or 0),
+            "path": prep.path, "grounded": True, "model": model}
+
+
+def sse(obj) -> bytes:
+    return b"data: " + (obj if isinstance(obj, str) else json.dumps(obj)).encode() + b"\n\n"
