@@ -231,10 +231,17 @@ class DereferenceMonitor(Guide):
             return
         # Only receivers whose type is known up front: an unannotated parameter fails open.
         likely = [p for p in self._params if p in ("self", "cls") or p in self._annotations]
+        # The probe `self.` goes on a line of its own: a cursor inside a line (`return self.|`,
+        # an editor's usual case) must not become `return self.        self.`, whose (empty)
+        # answer would be cached under the key the real trigger then reads.
+        head = ctx.before[: len(ctx.before) - self._hold]
+        last = head.rpartition("\n")[2]
+        head = head + "\n" if last.strip() else head[: len(head) - len(last)]
         for p in likely[:4]:
-            upto = self._body_indent + p + "."
-            code, line, col = self._where(upto)
-            prefetch(code, ctx.path, line, col, receiver=p, cache_key=self._key(p, "", upto))
+            probe = head + self._body_indent + p + "."
+            line, col = probe.count("\n") + 1, len(probe) - (probe.rfind("\n") + 1)
+            prefetch(probe + "\n" + ctx.after, ctx.path, line, col, receiver=p,
+                     cache_key=self._key(p, "", self._body_indent + p + "."))
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
@@ -332,7 +339,10 @@ class DereferenceMonitor(Guide):
         """NARROW (verify-first hosts): a token that does not fit is resampled under the mask.
         WAIT: a free token containing a dot: if the dot is code, analyse and verify the name."""
         if self.state == NARROW and self.verify_first:
-            if self.nar.accepts(row.vocab.texts[token]):
+            t = row.vocab.texts[token]
+            # A token without text (EOS, a stop id) ends the row: only after a whole name
+            # (`accepts("")` holds for any prefix, and `return self.` + EOS is no code).
+            if (t or self.nar.fits(self.nar.typed)) and self.nar.accepts(t):
                 return None
             ids = self.nar.allowed()
             if not len(ids):
@@ -547,8 +557,10 @@ class DereferenceMonitor(Guide):
             self.ticket = None
             if a is None:
                 self.record.reason = "timeout"
+            # the row ends here, so the name is as long as it gets: it must be a whole member
+            # (`return self.` + EOS, or a name cut short, is rolled back and redone)
             elif self._answered(row, self.record, a) and not (
-                    self.record.binding or self.nar.fits(self.spec_typed, complete=self.spec_done)):
+                    self.record.binding or self.nar.fits(self.spec_typed, complete=True)):
                 self._redo_under_mask(row)
                 return self.checkpoint
             self.state = WAIT
