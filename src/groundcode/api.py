@@ -35,10 +35,17 @@ class Generation:
     model: str = ""
     monitored: bool = True
     rollbacks: int = 0
+    prompt_tokens: int = 0             # tokens in the model's prompt
+    tokens_cached: int = 0             # prompt tokens reused from the prefix cache (not prefilled)
+    timings: dict = field(default_factory=dict)   # queue_ms, prefill_ms, first_token_ms,
+                                                  # decode_ms, analysis_ms, total_ms
+    stop: object = None                # a guide's Stop(reason, cut, payload) when finish_reason is "stop"
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["triggers"] = [t.to_json() if hasattr(t, "to_json") else t for t in self.triggers]
+        st = self.stop
+        d["stop"] = None if st is None else {"reason": st.reason, "cut": st.cut}
         return d
 
 
@@ -61,6 +68,8 @@ class Generator:
         self.block_sources: list = []      # callables ctx -> [PromptBlock]: model-only context
         self.batch_rows = batch_rows
         self._analyzers: dict[Path, object] = {}
+        import threading
+        self._shared = {"lock": threading.Lock()}   # the session, shared with views
 
     def prompt_builder(self, config: PromptConfig | None = None):
         """A prompt builder for this model: its window, and the registry's FIM facts if known."""
@@ -68,6 +77,30 @@ class Generator:
         t = getattr(self.lm, "template", None)
         return PromptBuilder(self.lm.tokenizer, self.lm.context_length, config,
                              None if t is None else t.has_fim)
+
+    def view(self, monitor: MonitorConfig | None = None, tools: ToolConfig | None = None,
+             prompt: PromptConfig | None = None) -> "Generator":
+        """The same model, analyzers and session with other configuration: callers never change
+        a generator's configuration in place (another request may be using it)."""
+        import copy
+        v = copy.copy(self)
+        if monitor is not None:
+            v.monitor = monitor
+        if tools is not None:
+            v.tools = tools
+        if prompt is not None:
+            v.prompts = self.prompt_builder(prompt)
+        return v
+
+    @property
+    def session(self):
+        """The generator's session (created on first use; shared by its views)."""
+        with self._shared["lock"]:
+            s = self._shared.get("session")
+            if s is None:
+                from .session import Session
+                s = self._shared["session"] = Session(self)
+            return s
 
     def analyzer(self, repo: Path):
         key = Path(repo).resolve()
@@ -85,7 +118,11 @@ class Generator:
         return a
 
     def close(self) -> None:
-        """Stop the analyzers' worker processes (also on `with Generator(...) as gen:` exit)."""
+        """Stop the session and the analyzers' worker processes (also on `with Generator(...)
+        as gen:` exit)."""
+        s = self._shared.pop("session", None)
+        if s is not None:
+            s.close()
         for a in self._analyzers.values():
             a.close()
         self._analyzers.clear()
