@@ -231,17 +231,17 @@ class DereferenceMonitor(Guide):
             return
         # Only receivers whose type is known up front: an unannotated parameter fails open.
         likely = [p for p in self._params if p in ("self", "cls") or p in self._annotations]
-        # The probe `self.` goes on a line of its own: a cursor inside a line (`return self.|`,
-        # an editor's usual case) must not become `return self.        self.`, whose (empty)
-        # answer would be cached under the key the real trigger then reads.
+        # Only where a body statement starts: a cursor inside a line (`return self.|`, an
+        # editor's usual case, or a one-line `def f(self): return self.|`) made the probe
+        # `return self.        self.`, whose empty answer was cached under the key the cursor's
+        # own trigger then read.
         head = ctx.before[: len(ctx.before) - self._hold]
-        last = head.rpartition("\n")[2]
-        head = head + "\n" if last.strip() else head[: len(head) - len(last)]
+        if head.rpartition("\n")[2].strip():
+            return
         for p in likely[:4]:
-            probe = head + self._body_indent + p + "."
-            line, col = probe.count("\n") + 1, len(probe) - (probe.rfind("\n") + 1)
-            prefetch(probe + "\n" + ctx.after, ctx.path, line, col, receiver=p,
-                     cache_key=self._key(p, "", self._body_indent + p + "."))
+            upto = self._body_indent + p + "."
+            code, line, col = self._where(upto)
+            prefetch(code, ctx.path, line, col, receiver=p, cache_key=self._key(p, "", upto))
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
