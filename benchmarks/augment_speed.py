@@ -1,5 +1,5 @@
 """Augmentation throughput (training/augment.py) on real PyPI packages, and how far the fast
-lookup (`analysis.jedi.offered_in_file`) agrees with a full Jedi completion on the truncated file.
+lookup (`analysis.jedi_oracle.offered_in_file`) agrees with a full Jedi completion on the truncated file.
 
     python benchmarks/augment_speed.py [--workers 2] [--agree 300]
 

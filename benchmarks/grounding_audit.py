@@ -55,18 +55,40 @@ console = Console(width=140)
 
 # -- probes ---------------------------------------------------------------------------------------
 class RecordingAnalyzer:
-    """Passes calls through and keeps every answer, in order (one per trigger of one row)."""
+    """Passes questions through and keeps every member answer, in the order the triggers asked
+    (prefetches excluded): (code, line, col, Analysis), the answer once it is read."""
 
     def __init__(self, inner):
         self.inner = inner
-        self.answers: list[tuple] = []       # (code, line, col, Analysis)
+        self.answers: list[list] = []        # [code, line, col, Analysis or None]
 
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
+    def ask(self, query):
+        from groundcode.analysis.base import MembersQuery
+        ticket = self.inner.ask(query)
+        if not isinstance(query, MembersQuery) or query.prefetch:
+            return ticket
+        entry = [query.at.code, query.at.line, query.at.column, None]
+        self.answers.append(entry)
+        return _RecordingTicket(ticket, entry)
 
-    def members(self, code, path, line, column, **kw):
-        a = self.inner.members(code, path, line, column, **kw)
-        self.answers.append((code, line, column, a))
+    def prewarm(self, at):
+        self.inner.prewarm(at)
+
+    def deadline(self):
+        return self.inner.deadline()
+
+    def close(self):
+        self.inner.close()
+
+
+class _RecordingTicket:
+    def __init__(self, ticket, entry):
+        self.ticket, self.entry = ticket, entry
+
+    def result(self, timeout=0):
+        a = self.ticket.result(timeout)
+        if a is not None:
+            self.entry[3] = a
         return a
 
 

@@ -3,11 +3,31 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
-from groundcode.analysis import jedi as jedi_adapter
-from groundcode.analysis.jedi import JediAnalyzer, repo_dependencies
+from groundcode.analysis.base import MembersQuery
+from groundcode.analysis.jedi_client import JediAnalyzer
+from groundcode.analysis.jedi_oracle import repo_dependencies
+from groundcode.analysis.jedi_worker import Job
+from groundcode.context import Splice
+
+
+def _members(a, code, f, line, col, *, receiver, cache_key, timeout=None):
+    """Ask and wait up to `timeout` (None: the analyzer's deadline now); a late answer is a
+    "timeout" (it is cached when it lands)."""
+    t = a.ask(MembersQuery(Splice(code, line, col, Path(f)), receiver, cache_key))
+    r = t.result(a.deadline() if timeout is None else timeout)
+    if r is None:
+        from groundcode.analysis.base import Analysis
+        return Analysis(receiver, frozenset(), 0.0, False, "timeout")
+    return r
+
+
+def complete_members(root, code, path, line, column, hide_private=False):
+    from groundcode.analysis.jedi_worker import complete_members as cm
+    return cm(Job(root, code, path, line, column))
 
 
 def _partial(shop_repo):
@@ -20,39 +40,41 @@ def _partial(shop_repo):
 def test_members_resolve_across_files_and_cache(shop_repo):
     a = JediAnalyzer(shop_repo, deadline_s=30)
     f, code, line, col = _partial(shop_repo)
-    r = a.members(code, f, line, col, receiver="self.registry", cache_key=("v", "Cart.last", "self.registry"))
+    r = _members(a, code, f, line, col, receiver="self.registry", cache_key=("v", "Cart.last", "self.registry"))
     assert {"register", "latest_update", "_registered_updates", "size"} <= r.names
     assert not r.cache_hit and r.failed is None
-    r2 = a.members(code, f, line, col, receiver="self.registry", cache_key=("v", "Cart.last", "self.registry"))
+    r2 = _members(a, code, f, line, col, receiver="self.registry", cache_key=("v", "Cart.last", "self.registry"))
     assert r2.cache_hit and r2.names == r.names and a.calls == 1
 
 
-def test_hide_private_but_dunders_always_listed(shop_repo):
-    # Dunders exist and are legal to write (`self.__class__`, `super().__init__()`): the
-    # analyzer always lists them; hiding them from suggestions is the narrowing's business.
+def test_hide_private_hides_but_never_forbids(shop_repo):
+    # Dunders and private names exist and are legal to write (`self.__class__`,
+    # `self._registered_updates`): the analyzer always lists them; --hide-private marks the
+    # private ones hidden (never suggested), as the narrowing hides dunders.
     with JediAnalyzer(shop_repo, deadline_s=30, hide_private=True, hide_dunder=True) as a:
         f, code, line, col = _partial(shop_repo)
-        r = a.members(code, f, line, col, receiver="self.registry", cache_key=("x",))
-    assert "_registered_updates" not in r.names and "__class__" in r.names and "__init__" in r.names
-    assert "register" in r.names and r.failed is None
+        r = _members(a, code, f, line, col, receiver="self.registry", cache_key=("x",))
+    assert "_registered_updates" in r.names and "_registered_updates" in r.hidden
+    assert "__class__" in r.names and "__init__" in r.names and "__class__" not in r.hidden
+    assert "register" in r.names and "register" not in r.hidden and r.failed is None
 
 
-def slow_worker(root, code, path, line, column, hide_private, hide_dunder):
+def slow_worker(job):
     time.sleep(1.0)
     return frozenset({"x"}), {}
 
 
-def hung_worker(root, code, path, line, column, hide_private, hide_dunder):
-    if "HANG" in code:
+def hung_worker(job):
+    if "HANG" in job.code:
         time.sleep(3600)
     return frozenset({"y"}), {}
 
 
-def crash_worker(root, code, path, line, column, hide_private, hide_dunder):
+def crash_worker(job):
     raise RecursionError("jedi blew up")
 
 
-def exit_worker(root, code, path, line, column, hide_private, hide_dunder):
+def exit_worker(job):
     os._exit(3)   # the worker process dies mid-call
 
 
@@ -60,14 +82,15 @@ def exit_worker(root, code, path, line, column, hide_private, hide_dunder):
 def test_deadline_fails_open_and_late_answer_is_cached(shop_repo, workers):
     a = JediAnalyzer(shop_repo, deadline_s=0.3, workers=workers, worker_fn=slow_worker)
     f, code, line, col = _partial(shop_repo)
-    a.members(code, f, line, col, receiver="w", cache_key=("warm",))  # cold call: long deadline
-    a.deadline_s = 0.3
+    assert a.deadline() == 20.0                 # cold: the first answer pays the worker's start
+    _members(a, code, f, line, col, receiver="w", cache_key=("warm",))
+    assert a.deadline() == 0.3
     t0 = time.perf_counter()
-    r = a.members(code, f, line, col, receiver="self.registry", cache_key=("t",))
+    r = _members(a, code, f, line, col, receiver="self.registry", cache_key=("t",))
     assert time.perf_counter() - t0 < 0.9
     assert r.names == frozenset() and r.failed == "timeout" and a.timeouts == 1
     time.sleep(1.2)  # the late answer lands in the cache for the next trigger
-    r2 = a.members(code, f, line, col, receiver="self.registry", cache_key=("t",))
+    r2 = _members(a, code, f, line, col, receiver="self.registry", cache_key=("t",))
     assert r2.cache_hit and r2.names == frozenset({"x"})
     a.close()
 
@@ -76,13 +99,13 @@ def test_hung_worker_process_is_killed_and_replaced(shop_repo):
     a = JediAnalyzer(shop_repo, deadline_s=30, workers="process", worker_fn=hung_worker,
                      kill_after_s=1.0)
     f, code, line, col = _partial(shop_repo)
-    assert a.members(code, f, line, col, receiver="w", cache_key=("ok",)).names == {"y"}
+    assert _members(a, code, f, line, col, receiver="w", cache_key=("ok",)).names == {"y"}
     a.deadline_s = 0.3
-    r = a.members("HANG" + code, f, line, col, receiver="h", cache_key=("hang",))
+    r = _members(a, "HANG" + code, f, line, col, receiver="h", cache_key=("hang",))
     assert r.failed == "timeout"
     time.sleep(1.1)
     a.deadline_s = 30
-    r2 = a.members(code, f, line, col, receiver="z", cache_key=("after",))
+    r2 = _members(a, code, f, line, col, receiver="z", cache_key=("after",))
     assert a.restarts == 1 and r2.names == {"y"}
     a.close()
 
@@ -92,7 +115,7 @@ def test_hung_worker_process_is_killed_and_replaced(shop_repo):
 def test_crash_fails_open(shop_repo, fn, reason):
     a = JediAnalyzer(shop_repo, deadline_s=30, workers="process", worker_fn=fn)
     f, code, line, col = _partial(shop_repo)
-    r = a.members(code, f, line, col, receiver="self.registry", cache_key=("c",))
+    r = _members(a, code, f, line, col, receiver="self.registry", cache_key=("c",))
     assert r.names == frozenset() and r.failed.startswith(reason) and a.errors == 1
     a.close()
 
@@ -103,7 +126,6 @@ def test_repo_dependencies(shop_repo):
     assert "shop.registry.Registry.register" in deps
     assert "shop.registry.Registry.latest_update" in deps
     assert not any(d.startswith("builtins") for d in deps)
-    assert jedi_adapter  # the adapter module is the only jedi importer
 
 
 DYNAMIC = '''import argparse
@@ -130,7 +152,6 @@ def f(ns: argparse.Namespace, p: Proxy, lo: Loose, m: Mixed, pl: Plain, o: objec
     ("lo", "dynamic: Loose sets attributes at run time"), ("m", "unresolved base: NotImportedAnywhere"),
     ("pl", None), ("o", "empty")])
 def test_untrustworthy_member_lists_fail_open_with_a_reason(tmp_path, receiver, reason):
-    from groundcode.analysis.jedi import complete_members
     code = DYNAMIC.replace("RECV", receiver)
     line = code.splitlines().index(f"    {receiver}.") + 1
     names, _, note = complete_members(str(tmp_path), code, str(tmp_path / "dyn.py"), line,
@@ -148,25 +169,25 @@ def test_worker_processes_end_with_the_analyzer_and_exit_is_clean(shop_repo):
     import sys
     f, code, line, col = _partial(shop_repo)
     with JediAnalyzer(shop_repo, deadline_s=30) as a:
-        a.members(code, f, line, col, receiver="self.registry", cache_key=("leak",))
+        _members(a, code, f, line, col, receiver="self.registry", cache_key=("leak",))
         procs = list(a._pool._processes.values())
         assert procs and all(p.is_alive() for p in procs)
     assert not any(p.is_alive() for p in procs)
     assert not [p for p in multiprocessing.active_children() if p in procs]
     script = (
-        "import sys\nfrom pathlib import Path\nfrom groundcode.analysis.jedi import JediAnalyzer\n"
+        "import sys\nfrom pathlib import Path\nfrom groundcode.analysis.base import MembersQuery\n"
+        "from groundcode.analysis.jedi_client import JediAnalyzer\nfrom groundcode.context import Splice\n"
         f"root = Path({str(shop_repo)!r})\n"
         "for k in range(2):\n"
         "    with JediAnalyzer(root, deadline_s=30) as a:\n"
-        "        a.prefetch('x = 1\\nx.', root / 'm.py', 2, 2, receiver='x', cache_key=(k,))\n"
-        "        a.members('import os\\nos.', root / 'm.py', 2, 3, receiver='os', cache_key=('os', k))\n")
+        "        a.ask(MembersQuery(Splice('x = 1\\nx.', 2, 2, root / 'm.py'), 'x', (k,), prefetch=True))\n"
+        "        a.ask(MembersQuery(Splice('import os\\nos.', 2, 3, root / 'm.py'), 'os', ('os', k))).result(60)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "Traceback" not in out.stderr and "Bad file descriptor" not in out.stderr, out.stderr
 
 
 def test_a_methods_members_are_an_answer_but_nones_are_not(tmp_path):
     # `self.get_pages.append(` must not fail open: a method has only dunders, and that is known.
-    from groundcode.analysis.jedi import complete_members
     code = ("class A:\n    def get_pages(self):\n        return []\n    def f(self):\n"
             "        self.get_pages.\n        x = None\n        x.\n")
     names, _, note = complete_members(str(tmp_path), code, str(tmp_path / "m.py"), 5, 23, False)
@@ -175,21 +196,17 @@ def test_a_methods_members_are_an_answer_but_nones_are_not(tmp_path):
     assert note == "empty"
 
 
-def test_a_torn_parso_cache_read_is_retried_once(monkeypatch):
-    import types
-
-    from groundcode.analysis import jedi as gj
-    calls = []
-
-    class Script:
-        def __init__(self, code, path=None, project=None):
-            calls.append(code)
-            if len(calls) == 1:
-                raise EOFError("Ran out of input")     # parso read a pickle being written
-
-        def complete(self, line, column):
-            return ["x"]
-    monkeypatch.setattr(gj, "_jedi", lambda: types.SimpleNamespace(Script=Script))
-    monkeypatch.setattr(gj, "_project", lambda root: None)
-    script, got = gj._complete_retrying(None, "a.", "m.py", 1, 2)
-    assert got == ["x"] and len(calls) == 2
+def test_each_worker_has_its_own_parso_cache_directory(tmp_path, monkeypatch):
+    # parso writes its pickles in place: two processes sharing a directory read torn files
+    # (EOFError "Ran out of input"). A worker holds a directory slot with a lock for its life.
+    import subprocess
+    import sys
+    monkeypatch.setenv("GROUNDCODE_CACHE", str(tmp_path))
+    script = ("import time\nfrom groundcode.analysis import jedi_worker as w\n"
+              "print(w.parso_cache_dir(), flush=True)\ntime.sleep(3)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    dirs = [p.stdout.readline().strip() for p in procs]
+    for p in procs:
+        p.wait(timeout=60)
+    assert len(set(dirs)) == 2 and all(d.startswith(str(tmp_path)) for d in dirs), dirs

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fake_analyzer import FakeBase
 from groundcode.analysis.base import Analysis
 from groundcode.api import CodeContext
 from groundcode.decoding.guides.base import RowView
@@ -19,7 +20,7 @@ TOKENS = ["", "self", ".", "_", "reg", "registered", "_updates", "append", "(", 
 T = {t: i for i, t in enumerate(TOKENS)}
 
 
-class FakeAnalyzer:
+class FakeAnalyzer(FakeBase):
     def __init__(self, members):
         self.members_by_receiver = members
         self.calls = []

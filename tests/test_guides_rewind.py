@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_analyzer import FakeBase
 from groundcode.analysis.base import Analysis
 from groundcode.api import CodeContext
 from groundcode.decoding.guides.base import RowView
@@ -20,7 +21,7 @@ TOKENS = ["", "self", ".", "_", "reg", "registered", "_updates", "append", "(", 
 T = {t: i for i, t in enumerate(TOKENS)}
 
 
-class FakeAnalyzer:
+class FakeAnalyzer(FakeBase):
     def members(self, code, path, line, column, *, receiver, cache_key):
         names = frozenset({"self": ["_registered_updates", "size", "register"],
                            "self.size": ["bit_length", "real"],

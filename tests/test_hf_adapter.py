@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from groundcode.analysis.jedi import JediAnalyzer
+from groundcode.analysis.jedi_client import JediAnalyzer
 from groundcode.api import function_context
 from groundcode.decoding.guides.dereference import DereferenceMonitor
 from groundcode.decoding.hf import GuidesLogitsProcessor
@@ -58,7 +58,9 @@ def test_a_checked_top_token_that_sampling_did_not_pick_leaves_no_trace():
     from groundcode.analysis.base import Analysis
     from groundcode.context import CodeContext
 
-    class Fake:
+    from fake_analyzer import FakeBase
+
+    class Fake(FakeBase):
         def members(self, code, path, line, column, *, receiver, cache_key):
             return Analysis(receiver, frozenset({"append", "add"}), 1.0)
 

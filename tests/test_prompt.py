@@ -18,6 +18,7 @@ from groundcode.decoding.prompt import PromptBlock, PromptBuilder, detect_fim
 from groundcode.decoding.vocab import VocabIndex
 from groundcode.models.load import LoadedModel
 
+from fake_analyzer import FakeBase
 from scripted import ScriptedLM, planted
 
 
@@ -113,24 +114,19 @@ def test_generated_body_starts_with_its_indentation(tiny_lm, shop_repo):
     assert out.completion.startswith(ctx.lead) and ctx.lead == "        "
 
 
-class _Recorder:
+class _Recorder(FakeBase):
     """An analyzer that records the code it is shown and knows Registry's members."""
 
     def __init__(self):
         self.codes = []
 
-    def prewarm(self, code, path):
-        self.codes.append(code)
-
-    def prefetch(self, code, path, line, column, *, receiver, cache_key):
-        self.codes.append(code)
+    def prewarm(self, at):
+        self.codes.append(at.code)
 
     def members(self, code, path, line, column, *, receiver, cache_key):
         self.codes.append(code)
         return Analysis(receiver, frozenset({"latest_update", "register", "size", "registry", "owner"}))
 
-    def close(self):
-        pass
 
 
 def test_prompt_additions_never_reach_the_analyzer(tiny_lm, shop_repo):
@@ -139,7 +135,7 @@ def test_prompt_additions_never_reach_the_analyzer(tiny_lm, shop_repo):
     lm = LoadedModel(ScriptedLM(tiny_lm, vocab, rules), tiny_lm.tokenizer, "scripted", "cpu", "float32")
     gen = Generator(lm, MonitorConfig(enabled=True), prompt=PromptConfig(fim="on"))
     rec = _Recorder()
-    gen._analyzers[Path(shop_repo).resolve()] = rec
+    gen.set_analyzer(shop_repo, rec)
     gen.block_sources.append(lambda ctx: [PromptBlock("# SECRET_SNIPPET = helper()\n", "snippet")])
     ctx = function_context(shop_repo / "shop" / "cart.py", "Cart.last", shop_repo)
     p = gen.prompt(ctx, 60)

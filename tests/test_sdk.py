@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from groundcode.analysis.base import Analysis
+from fake_analyzer import FakeBase
+from groundcode.analysis.base import Analysis, MembersQuery, SignatureQuery
+from groundcode.context import Splice
 from groundcode.analysis.sdk import (ChainAnalyzer, SdkAnalyzer, client_bindings, client_methods,
                                      operation_map)
 from groundcode.api import Generator, cursor_context
@@ -58,7 +60,7 @@ def test_members_and_signature_from_models():
     assert operation_map("sqs")["delete_message"].required == ("QueueUrl", "ReceiptHandle")
 
 
-class _Fixed:
+class _Fixed(FakeBase):
     def __init__(self, names):
         self.names = frozenset(names)
         self.asked = 0
@@ -72,11 +74,14 @@ def test_chain_sdk_first_else_next():
     nxt = _Fixed({"append", "pop"})
     chain = ChainAnalyzer([SdkAnalyzer(), nxt])
     code = SNIPPET + "\nitems = []\nitems."
-    a = chain.members(code, Path("x.py"), 5, len("response = client."), receiver="client", cache_key=())
+    at = Splice(code, 5, len("response = client."), Path("x.py"))
+    a = chain.ask(MembersQuery(at, "client")).result(0)
     assert "list_buckets" in a.names and nxt.asked == 0
-    b = chain.members(code, Path("x.py"), 7, 6, receiver="items", cache_key=())
+    b = chain.ask(MembersQuery(Splice(code, 7, 6, Path("x.py")), "items")).result(0)
     assert b.names == {"append", "pop"} and nxt.asked == 1
-    assert chain.signature(code, Path("x.py"), 5, 18, receiver="client", name="list_buckets") is not None
+    sig = chain.ask(SignatureQuery(Splice(code, 5, 18, Path("x.py")), "client", "list_buckets")).result(0)
+    assert sig.signature is not None
+    assert chain.ask(SignatureQuery(at, "items", "append")).result(0).signature is None
 
 
 def test_argument_scanner():

@@ -25,19 +25,24 @@ class Ticket:
     def result(self, timeout=0):
         if timeout:
             self.waited += 1
-        return self.answer if self.landed or (timeout and self.land_on_wait) else None
+            self.landed = self.landed or self.land_on_wait     # a wait lets it land (for good)
+        return self.answer if self.landed else None
 
     land_on_wait = True
 
 
 class SlowAnalyzer:
     """Every answer is a cache miss that lands only when `land()` is called (or when waited)."""
-    deadline_now = 0.5
-
     def __init__(self):
         self.tickets: list[Ticket] = []
 
-    def submit(self, code, path, line, column, *, receiver, cache_key):
+    def deadline(self):
+        return 0.5
+
+    def ask(self, query):
+        receiver = query.receiver
+        if query.prefetch:
+            return Ticket(None)
         names = frozenset(MEMBERS.get(receiver, ()))
         t = Ticket(Analysis(receiver, names, 120.0, False, None if names else "empty"))
         self.tickets.append(t)

@@ -15,6 +15,7 @@ from groundcode.errors import GroundcodeError
 from groundcode.models.load import LoadedModel
 from groundcode.models.lora import tool_token_id
 
+from fake_analyzer import FakeBase
 from scripted import ScriptedLM, planted
 
 FIX = Path(__file__).parent / "fixtures" / "updates"
@@ -59,7 +60,7 @@ class CompLM(ScriptedLM):
         return out
 
 
-class FakeAnalyzer:
+class FakeAnalyzer(FakeBase):
     """Answers every call with the same names; records where it was asked."""
 
     def __init__(self, names):
@@ -70,11 +71,6 @@ class FakeAnalyzer:
         self.calls.append((code, line, column))
         return Analysis(receiver, self.names, 1.0, False, None if self.names else "empty")
 
-    def prewarm(self, *a):
-        pass
-
-    def close(self):
-        pass
 
 
 def _gen(tiny_lm, marked, tools: ToolConfig, monitored=False, analyzer=None, bonus=200.0):
@@ -83,7 +79,7 @@ def _gen(tiny_lm, marked, tools: ToolConfig, monitored=False, analyzer=None, bon
     gen = Generator(LoadedModel(model, tiny_lm.tokenizer, "scripted", "cpu", "float32"),
                     MonitorConfig(enabled=monitored), tools=tools)
     if analyzer is not None:
-        gen._analyzers[FIX.resolve()] = analyzer
+        gen.set_analyzer(FIX, analyzer)
     return gen
 
 

@@ -12,7 +12,7 @@
 The model sees the prompt (decoding/prompt.py: plain or FIM, context blocks, token healing);
 the analyzer sees before + completion + "\\n" + after (the real file around the cursor, in
 memory). Not here: contexts (context.py), the loop (decoding/engine.py), jedi
-(analysis/jedi.py), the CLI (cli.py).
+(analysis/jedi_*.py), the CLI (cli.py).
 """
 from __future__ import annotations
 
@@ -67,7 +67,9 @@ class Generator:
         self.prompts = self.prompt_builder(prompt)
         self.block_sources: list = []      # callables ctx -> [PromptBlock]: model-only context
         self.batch_rows = batch_rows
-        self._analyzers: dict[Path, object] = {}
+        self._analyzers: dict[tuple, object] = {}
+        from .analysis.wait import WaitPolicy
+        self.waits = WaitPolicy()          # one analysis-wait budget shared by every row
         import threading
         self._shared = {"lock": threading.Lock()}   # the session, shared with views
 
@@ -102,20 +104,28 @@ class Generator:
                 s = self._shared["session"] = Session(self)
             return s
 
-    def analyzer(self, repo: Path):
-        key = Path(repo).resolve()
+    def analyzer(self, repo: Path, python: Path | None = None):
+        """The analyzer of a repository (one per repository and interpreter, kept warm):
+        `python` (else MonitorConfig.python, else the repository's `.venv`/`venv`) is the
+        environment whose installed libraries Jedi sees."""
+        python = python or self.monitor.python
+        key = (Path(repo).resolve(), str(python) if python else None)
         a = self._analyzers.get(key)
         if a is None:
-            from .analysis.jedi import JediAnalyzer
+            from .analysis.jedi_client import JediAnalyzer
             m = self.monitor
-            a = JediAnalyzer(key, deadline_s=m.deadline_s, hide_private=m.hide_private,
-                             hide_dunder=m.hide_dunder)
+            a = JediAnalyzer(key[0], deadline_s=m.deadline_s, hide_private=m.hide_private,
+                             hide_dunder=m.hide_dunder, python=python)
             if m.sdk:
                 from .analysis.sdk import ChainAnalyzer, SdkAnalyzer, botocore_version
                 if botocore_version():        # botocore installed: SDK first, else Jedi
                     a = ChainAnalyzer([SdkAnalyzer(), a])
             self._analyzers[key] = a
         return a
+
+    def set_analyzer(self, repo: Path, analyzer, python: Path | None = None) -> None:
+        """Use `analyzer` (anything with the analysis.base.Analyzer interface) for `repo`."""
+        self._analyzers[(Path(repo).resolve(), str(python) if python else None)] = analyzer
 
     def close(self) -> None:
         """Stop the session and the analyzers' worker processes (also on `with Generator(...)
@@ -152,11 +162,12 @@ class Generator:
             guides.append(StopAt(stop))
         if self.monitor.enabled:
             m = self.monitor
-            guides.append(DereferenceMonitor(self.analyzer(row_ctx.repo), m.allow_bindings,
-                                             speculate=m.speculate, hide_dunder=m.hide_dunder))
+            guides.append(DereferenceMonitor(self.analyzer(row_ctx.repo, row_ctx.python), m.allow_bindings,
+                                             speculate=m.speculate, hide_dunder=m.hide_dunder,
+                                             waits=self.waits))
             if m.keywords:
                 from .decoding.guides.keyword_args import KeywordArgMonitor
-                guides.append(KeywordArgMonitor(self.analyzer(row_ctx.repo)))
+                guides.append(KeywordArgMonitor(self.analyzer(row_ctx.repo, row_ctx.python)))
         if self.tools.enabled:
             guides.append(self._tool_guide(row_ctx))
         return guides
@@ -171,8 +182,8 @@ class Generator:
         if comp is None and t.entropy is None:
             raise GroundcodeError(f"model {self.lm.name} has no <COMP> token: use a TOOLGEN adapter "
                                   "(--model ADAPTER_DIR) or the zero-shot mode (--tool-entropy NATS)")
-        return ToolCallGuide(self.analyzer(row_ctx.repo), comp, threshold=t.threshold,
-                             entropy=t.entropy, hide_dunder=self.monitor.hide_dunder)
+        return ToolCallGuide(self.analyzer(row_ctx.repo, row_ctx.python), comp, threshold=t.threshold,
+                             entropy=t.entropy, hide_dunder=self.monitor.hide_dunder, waits=self.waits)
 
     def specs(self, contexts: list[CodeContext], sampling: SamplingConfig, n: int = 1, blocks=None):
         """Engine rows for `n` samples of each context, named (context index, sample index), and
@@ -186,7 +197,7 @@ class Generator:
             p = self.prompt(ctx, sampling.max_new_tokens, blocks[ci] if blocks else None)
             row_ctx = row_ctxs[ci] = ctx.continued(p.owed)
             if self.monitor.enabled or self.tools.enabled:   # Jedi's cold start runs while the prompt is prefilled,
-                self.analyzer(ctx.repo).prewarm(ctx.before + ctx.after, ctx.path)
+                self.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
                 warm_in_background()   # and numba loads the mask kernel
 
             for j in range(n):

@@ -31,12 +31,14 @@ class SamplingConfig:
 class MonitorConfig:
     enabled: bool = True           # False = plain decoding (the baseline)
     deadline_s: float = 2.0        # per analysis call; on timeout the monitor fails open
-    hide_private: bool = False     # drop `_name` members from the candidates
+    hide_private: bool = False     # never steer to `_name` members (they stay allowed when written)
     hide_dunder: bool = True       # never steer to `__name__` members (they stay allowed when written)
     allow_bindings: bool = True    # leave `self.new_attr = ...` free (verified, rolled back otherwise)
     speculate: bool = True         # on a cache miss decode on and verify when the answer lands
     sdk: bool = True               # boto3 clients: botocore's models answer before Jedi (needs botocore)
     keywords: bool = True          # keyword arguments of calls with a known signature are constrained
+    python: str | None = None      # interpreter/venv whose libraries Jedi sees (None: the repo's
+                                   # .venv/venv if any, else Jedi's default)
 
 
 @dataclass

@@ -3,16 +3,22 @@ generated region, never the prompt (no retrieved snippets, no API docs, no FIM t
 
     ctx = function_context(file, "Class.method", repo)   # a function body after its docstring
     ctx = cursor_context(file, line, col, repo)          # continue at a cursor (line 1-based)
+    ctx = cursor_context(file, line, col, repo, text=buffer)   # ... in unsaved text
     ctx = region_context(path, repo, text, line, col, end_line, indent, scope, def_line)
     row_ctx = ctx.continued(owed)        # what the engine's rows see when the completion must
                                          # start by re-writing `owed` (token healing)
     ctx.insertion(row_ctx, row_text)     # the text to insert at the cursor
+    ctx.splice(generated)                # the analyzer's view: the file with `generated` at the cursor
+    ctx.probe("self")                    # ... with `self.` as a new statement of the body (prewarm)
 
 `before` ends where the completion is inserted; `lead` is text the completion is expected to
 start with (a body's indentation): the prompt builder puts it in the prompt and backs up over
 it (token healing) so the model re-writes it itself. Guides read `before + generated text +
 "\\n" + after`, which is always the real file with the completion spliced in.
-Not here: prompts (decoding/prompt.py), reading files (repo.py). Test: tests/test_prompt.py.
+`splice` and `probe` are the one place where generated text meets the file for the analyzer: every
+guide asks through them (never by concatenating text itself).
+Not here: prompts (decoding/prompt.py), reading files (repo.py). Test: tests/test_prompt.py,
+tests/test_splice.py.
 """
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import GroundcodeError
-from .pycode import indentation
+from .pycode import Lexer, function_header, indentation
 from .repo import find_function, find_repo_root, read_source, text_version
 
 
@@ -38,6 +44,8 @@ class CodeContext:
     lead: str = ""                  # text the completion starts with (a body's indentation)
     version: str = ""               # content hash of the file
     kind: str = "cursor"            # "body" (a function body) or "cursor" (anywhere)
+    overlay: object = None          # analysis.base.Overlay: the workspace's other open buffers
+    python: Path | None = None      # the interpreter whose libraries the analyzer sees
 
     def __post_init__(self):
         self.path, self.repo = Path(self.path), Path(self.repo)
@@ -57,6 +65,60 @@ class CodeContext:
     def insertion(self, row_ctx: "CodeContext", row_text: str) -> str:
         """What to insert at `before`'s end, given the text a row of `row_ctx` generated."""
         return (row_ctx.before + row_text)[len(self.before):]
+
+    # -- the analyzer's view ------------------------------------------------------------------
+    def splice(self, generated: str, drop: int = 0, filler: str = "") -> "Splice":
+        """The real file with `generated` written at the cursor (after dropping the last `drop`
+        characters of `before`: a name the cursor sits in), and the cursor at its end (line
+        1-based, column 0-based). `filler` is appended when the cursor's line holds only
+        indentation (the tool guide's `pass`: Jedi then places the line inside the function)."""
+        head = self.before[: len(self.before) - drop] + generated
+        line = head.count("\n") + 1
+        col = len(head) - (head.rfind("\n") + 1)
+        tail = filler if filler and not head[len(head) - col:].strip() else ""
+        return Splice(head + tail + "\n" + self.after, line, col, self.path, self.overlay)
+
+    def probe(self, receiver: str) -> "Splice | None":
+        """The analyzer's view for asking, before anything is generated, about `receiver.` as
+        a new statement of the body of the function the cursor is in: the line that holds the
+        cursor is replaced by `<body indent>receiver.` (so a cursor context that ends in
+        `self.` is not asked about `self.self.`); a cursor on the function's header line gets
+        the statement after it. None outside a function with a complete header (the answer
+        would not be the one the real question gets)."""
+        head, lex = self.before + self.lead, self.lex_prefix + self.lead
+        fn = function_header(lex)
+        if fn is None:
+            return None
+        start = Lexer(lex).line_start()          # the cursor's logical line, in `lex`
+        base = len(head) - len(lex)
+        if start >= fn.body:
+            code_before = head[: base + start]
+        else:                                    # the cursor is on the header: after it
+            code_before = head + ("" if head.endswith("\n") else "\n")
+        code_before += fn.indent + receiver + "."
+        line = code_before.count("\n") + 1
+        col = len(code_before) - (code_before.rfind("\n") + 1)
+        return Splice(code_before + "\n" + self.after, line, col, self.path, self.overlay)
+
+    def outside_version(self) -> str:
+        """Content hash of the file outside the function the cursor is in (its other functions
+        and classes included): what a member answer of `self.` depends on besides the code
+        written in the function itself. At module level: the file outside the statement."""
+        head, lex = self.before + self.lead, self.lex_prefix + self.lead
+        fn = function_header(lex)
+        cut = len(head) - len(lex) + (fn.start if fn is not None else 0)
+        return text_version(head[:cut] + "\0" + self.after)
+
+
+@dataclass(frozen=True)
+class Splice:
+    """What the analyzer reads: `code` (the file with partial code in it) saved at `path`, the
+    cursor at (line 1-based, column 0-based), and the workspace's other open buffers."""
+    code: str
+    line: int
+    column: int
+    path: Path
+    overlay: object = None
 
 
 def statement_tail(before: str, max_lines: int = 2000) -> str:
@@ -94,10 +156,12 @@ def region_context(path: str | Path, repo: str | Path, text: str, line: int, col
                        version=text_version(text), kind="body" if col == 0 else "cursor")
 
 
-def function_context(file: str | Path, qualname: str, repo: str | Path | None = None) -> CodeContext:
-    """Context for writing the body of `qualname` from its signature and docstring."""
+def function_context(file: str | Path, qualname: str, repo: str | Path | None = None,
+                     text: str | None = None) -> CodeContext:
+    """Context for writing the body of `qualname` from its signature and docstring; `text`:
+    the file's unsaved text (an editor buffer) instead of the disk's."""
     path = Path(file)
-    text = read_source(path)
+    text = read_source(path) if text is None else text
     site = find_function(text, qualname, path)
     lines = text.splitlines(keepends=True)
     reference = "".join(lines[site.body_line - 1: site.end_line])
@@ -105,10 +169,12 @@ def function_context(file: str | Path, qualname: str, repo: str | Path | None = 
                           0, site.end_line, site.indent, qualname, site.def_line, reference)
 
 
-def cursor_context(file: str | Path, line: int, column: int, repo: str | Path | None = None) -> CodeContext:
-    """Context for continuing code at (line, column); the rest of that line is replaced."""
+def cursor_context(file: str | Path, line: int, column: int, repo: str | Path | None = None,
+                   text: str | None = None) -> CodeContext:
+    """Context for continuing code at (line, column); the rest of that line is replaced.
+    `text`: the file's unsaved text (an editor buffer) instead of the disk's."""
     path = Path(file)
-    text = read_source(path)
+    text = read_source(path) if text is None else text
     lines = text.splitlines(keepends=True) or [""]
     if not 1 <= line <= len(lines) + 1:
         raise GroundcodeError(f"{path}: line {line} is outside the file (1..{len(lines)})")

@@ -347,3 +347,77 @@ class ArgScanner:
 
     def argument_start(self) -> bool:
         return self.at_start and self.depth == 0 and not self.quote and not self.comment
+
+
+_DEF_HEAD = re.compile(r"^([ \t]*)(async[ \t]+)?def[ \t]+\w+[ \t]*\(", re.M)
+
+
+class FunctionHeader:
+    """The last `def` header of `text` (partial code that ends inside that function):
+
+    start        offset of the `def` line in `text`
+    body         offset of the line after the header's colon (len(text) if the text ends there)
+    params       parameter names; annotations: {name: annotation text}
+    indent       the body's indentation (of its first non-blank line, else the def's + 4)
+    """
+
+    __slots__ = ("start", "body", "params", "annotations", "indent")
+
+    def __init__(self, start, body, params, annotations, indent):
+        self.start, self.body, self.params, self.annotations, self.indent = \
+            start, body, params, annotations, indent
+
+
+def function_header(text: str) -> FunctionHeader | None:
+    """The header of the function whose body `text` ends in, or None (no complete header)."""
+    import ast
+    defs = list(_DEF_HEAD.finditer(text))
+    if not defs:
+        return None
+    m = defs[-1]
+    at = m.start() + len(m.group(1))
+    head = text[at:]
+    depth, colon = 0, -1
+    for k, ch in enumerate(head):          # the header's colon: outside all brackets
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == ":" and depth == 0:
+            colon = k
+            break
+    if colon < 0:
+        return None
+    try:
+        args = ast.parse(head[: colon + 1] + " pass\n").body[0].args
+    except (SyntaxError, IndexError, AttributeError):
+        return None
+    every = args.posonlyargs + args.args + args.kwonlyargs
+    nl = head.find("\n", colon)
+    body = at + nl + 1 if nl >= 0 else len(text)
+    lines = text[body:].split("\n")
+    first = next((ln for ln in lines if ln.strip()), None)
+    if first is None and lines and len(lines[-1]) > len(m.group(1)):
+        first = lines[-1]                  # the text ends with the body's indentation
+    indent = indentation(first) if first is not None else m.group(1) + "    "
+    return FunctionHeader(m.start(), body, [a.arg for a in every],
+                          {a.arg: ast.unparse(a.annotation) for a in every if a.annotation is not None},
+                          indent)
+
+
+_IMPORT = re.compile(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]+\(?([^)\n#]*)|import[ \t]+([^\n#;]*))", re.M)
+
+
+def imported_names(text: str) -> list[str]:
+    """Names the module's top-level imports bind (`import os.path` binds `os`, `from m import
+    A as B` binds `B`) that the text dots into somewhere (`name.`), in import order."""
+    out: list[str] = []
+    for m in _IMPORT.finditer(text):
+        for part in (m.group(1) or m.group(2) or "").split(","):
+            words = part.split()
+            if not words or words[0] == "*":
+                continue
+            name = words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0]
+            if name.isidentifier() and name not in out and re.search(rf"(?<![\w.]){re.escape(name)}\.\w", text):
+                out.append(name)
+    return out

@@ -1,13 +1,35 @@
-"""The analyzer protocol and its result record. Knows no jedi.
+"""The analyzer interface and its records. Knows no jedi.
 
-An analyzer answers one question for the dereference monitor: which members may follow
-`receiver.` at (line, column) of `code` placed at `path`. Results are small dataclasses.
+Every analyzer (Jedi's client, the SDK models, a chain of them) answers three questions, each a
+small frozen query, asynchronously:
+
+    ticket = analyzer.ask(MembersQuery(at, receiver, key))   # which names may follow `receiver.`
+    ticket = analyzer.ask(NamesQuery(at, key))               # which names completion offers at a point
+    ticket = analyzer.ask(SignatureQuery(at, receiver, name))  # what `receiver.name(` accepts
+    answer = ticket.result(timeout)     # None while the answer runs (timeout 0 polls, None waits)
+    analyzer.prewarm(at)                # parse the file and its imports in the background
+    analyzer.deadline()                 # how long an answer may take now (the first one is cold)
+    analyzer.close()
+
+`at` is a `context.Splice`: the real file with the partial code in it, the cursor, and the
+workspace's other open buffers (an `Overlay`). Answers: `Analysis` (members, names) and
+`SignatureAnswer`. A late, failed or crashed answer is an answer too, with `failed` set: callers
+fail open. `key` is what the answer depends on besides the overlay (the caller knows: file
+version outside the function, enclosing scope, receiver); the analyzer adds the overlay's stamp.
+How long a caller may block on a ticket is `wait.WaitPolicy`'s business, not the analyzer's.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """Open editor buffers that differ from (or are absent on) disk, other than the file being
+    analysed: (absolute path, text) pairs. `stamp` changes whenever one of them changes."""
+    stamp: str = ""
+    files: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -18,13 +40,77 @@ class Analysis:
     cache_hit: bool = False
     failed: str | None = None        # "timeout", "error: ...", "empty": the monitor fails open
     kinds: dict = field(default_factory=dict, compare=False, hash=False)  # name -> jedi type
+    hidden: frozenset[str] = frozenset()  # legal names never to be suggested (--hide-private)
+
+
+@dataclass(frozen=True, eq=False)
+class MembersQuery:
+    at: Any                          # context.Splice: the cursor right after the dot
+    receiver: str
+    key: tuple = ()                  # cache key (besides the overlay): what the answer depends on
+    prefetch: bool = False           # a guess made ahead of time: a failed answer is not cached
+
+
+@dataclass(frozen=True, eq=False)
+class NamesQuery:
+    at: Any                          # context.Splice: the cursor where a name starts
+    key: tuple = ()
+    receiver: str = ""               # how the caller records it ("<COMP>", ...)
+
+
+@dataclass(frozen=True, eq=False)
+class SignatureQuery:
+    at: Any                          # context.Splice: the cursor right after the `(`
+    receiver: str                    # `client` of `client.put_object(`; "" for a bare name
+    name: str
+
+
+@dataclass(frozen=True)
+class SignatureAnswer:
+    signature: "CallSignature | None"    # None: not known to this analyzer
+    ms: float = 0.0
+    failed: str | None = None
+
+
+class Ticket(Protocol):
+    def result(self, timeout: float | None = 0) -> Any:
+        """The answer, or None while it runs (timeout 0 polls; None waits for good)."""
+        ...
+
+
+class Answered:
+    """A ticket whose answer is known at once (a cache hit, a synchronous analyzer)."""
+    __slots__ = ("answer",)
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def result(self, timeout: float | None = 0):
+        return self.answer
 
 
 class Analyzer(Protocol):
-    def members(self, code: str, path: Path, line: int, column: int, *, receiver: str,
-                cache_key: tuple) -> Analysis:
-        """Members after the dot that ends at (line, column) (1-based line, 0-based column)."""
+    def ask(self, query) -> Ticket:
+        """Start answering `query` (MembersQuery, NamesQuery, SignatureQuery); never blocks."""
         ...
+
+    def prewarm(self, at) -> None:
+        """Parse `at.code` (saved at `at.path`) and infer its imports in the background."""
+        ...
+
+    def deadline(self) -> float:
+        """Seconds an answer may take now (longer for the first, cold one); 0: answers at once."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+def empty_answer(query, failed: str) -> Any:
+    """The failed answer to `query` (what a caller fails open with)."""
+    if isinstance(query, SignatureQuery):
+        return SignatureAnswer(None, 0.0, failed)
+    return Analysis(query.receiver, frozenset(), 0.0, False, failed)
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,19 @@ botocore wheel; no client is created, no network):
     operations("s3")                 every operation as its client method (botocore's own
                                      xform_name: ListObjectsV2 -> list_objects_v2), with the
                                      required and optional keyword parameters and the HTML doc
-    SdkAnalyzer().members(...)       the dereference monitor's question for `client.` where
+    SdkAnalyzer().ask(MembersQuery)  the dereference monitor's question for `client.` where
                                      `client` was bound by `boto3.client("<svc>")`,
                                      `session.client("<svc>")`, `boto3.Session(...).client(...)`
                                      or `service_name="<svc>"` (also `self.x = ...`): the service's
                                      operations plus the generic client methods; anything else
                                      is "unknown receiver" (empty, so a chain asks the next one)
-    SdkAnalyzer().signature(...)     the keyword parameters of `client.<operation>` (boto3 client
+    SdkAnalyzer().ask(SignatureQuery) the keyword parameters of `client.<operation>` (boto3 client
                                      methods take keyword arguments only)
     ChainAnalyzer([sdk, jedi])       first non-empty answer wins: SDK first, else Jedi
 
-Receivers are found textually (a regular expression over the code before the cursor, tolerant of
-partial code); the last binding before the cursor wins. Not supported: `boto3.resource(...)`
+Receivers are found textually, tolerant of partial code, following the binding in the cursor's
+scope (`scoped_service`: a function's own assignment, else a module-level one; `self.x` in the
+enclosing class), comments and docstrings excluded. Not supported: `boto3.resource(...)`
 (its models live in boto3, not botocore), clients passed through function parameters or returned
 by helpers. Test: tests/test_sdk.py.
 """
@@ -27,10 +28,11 @@ from __future__ import annotations
 import functools
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .base import Analysis, CallSignature, ParamSpec
+from .base import (Analysis, Answered, CallSignature, MembersQuery, ParamSpec, SignatureAnswer,
+                   SignatureQuery, empty_answer)
 
 # Methods every botocore client has besides its operations (botocore.client.BaseClient and the
 # handlers registered for every service), and the ones boto3 injects into S3 clients.
@@ -140,25 +142,127 @@ def _offset(code: str, line: int, column: int) -> int:
     return pos + column
 
 
+@functools.lru_cache(maxsize=8)
+def _code_only(code: str) -> str:
+    """`code` with comments and triple-quoted strings (docstrings) blanked, offsets kept: a
+    binding written in a docstring's example is no binding."""
+    from ..pycode import lex
+    out = list(code)
+    for kind, s, e in lex(code):
+        if kind == "comment" or (kind == "string" and code[s:e].lstrip("rRbBuUfF")[:3] in ('"""', "'''")):
+            for i in range(s, e):
+                if out[i] != "\n":
+                    out[i] = " "
+    return "".join(out)
+
+
+_BLOCK = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.M)
+
+
+def _enclosing(code: str, cursor: int) -> list[tuple[str, int, int, int, str]]:
+    """The def/class blocks around `cursor`, innermost first: (kind, start, end, indent, header)."""
+    line_start = code.rfind("\n", 0, cursor) + 1
+    cur_line = code[line_start:cursor]
+    cur = len(cur_line) - len(cur_line.lstrip(" \t")) if cur_line.strip() else len(cur_line) or 1 << 30
+    out = []
+    for m in reversed([m for m in _BLOCK.finditer(code, 0, line_start)]):
+        ind = len(m.group(1).expandtabs(8))
+        if ind >= cur:
+            continue
+        end = len(code)
+        pos = code.find("\n", m.end())
+        while pos >= 0:                         # the first later line indented <= ind ends it
+            nxt = code.find("\n", pos + 1)
+            ln = code[pos + 1: nxt if nxt >= 0 else len(code)]
+            if ln.strip() and len(ln.expandtabs(8)) - len(ln.expandtabs(8).lstrip()) <= ind \
+                    and pos + 1 >= line_start:
+                end = pos + 1
+                break
+            pos = nxt
+        out.append((m.group(2), m.start(), end, ind, code[m.start(): code.find(":", m.end()) + 1]))
+        cur = ind
+        if ind == 0:
+            break
+    return out
+
+
+def _last_binding(code: str, target: str, lo: int, hi: int, indent: str | None = None):
+    """The last statement in code[lo:hi] that assigns `target` (at `indent` when given): the
+    service it binds a client of, or "" when it assigns something else; None when none."""
+    pat = re.compile(rf"^([ \t]*){re.escape(target)}[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+    last = None
+    for m in pat.finditer(code, lo, hi):
+        if indent is None or m.group(1) == indent:
+            last = m
+    if last is None:
+        return None
+    b = _BIND_RE.match(code, last.start())
+    return b.group("svc") if b is not None and b.group("target") == target else ""
+
+
+def scoped_service(code: str, receiver: str, cursor: int) -> str | None:
+    """The service of the client `receiver` names at `cursor`, following its binding in the
+    scope the cursor is in (Python's rules, textually): a name assigned in the enclosing
+    function is that function's (the last assignment before the cursor); else a module-level
+    one; `self.x`/`cls.x`: an assignment in any method of the enclosing class. A parameter,
+    or a binding to anything but a client, is unknown (None)."""
+    text = _code_only(code)
+    chain = _enclosing(text, cursor)
+    if receiver.startswith(("self.", "cls.")):
+        cls = next((c for c in chain if c[0] == "class"), None)
+        if cls is None:
+            return None
+        return _last_binding(text, receiver, cls[1], cls[2]) or None
+    root = receiver.split(".")[0]
+    fn = next((c for c in chain if c[0] == "def"), None)
+    if fn is not None:
+        if re.search(rf"[(,*\s]{re.escape(root)}\s*[:=,)]", fn[4]):
+            return None                              # a parameter: not followed
+        local = _last_binding(text, receiver, fn[1], fn[2])
+        if local is not None:                        # assigned in the function: local
+            return _last_binding(text, receiver, fn[1], cursor) or None
+    glob = _last_binding(text, receiver, 0, cursor if fn is None else len(text), indent="")
+    return glob or None
+
+
 class SdkAnalyzer:
-    """Members and call signatures of boto3 clients, from botocore's service models."""
+    """Members and call signatures of boto3 clients, from botocore's service models. Answers
+    at once (an in-process lookup): `ask` returns answered tickets."""
 
     def __init__(self):
         self.calls = 0
 
     def service_of(self, code: str, receiver: str, cursor: int | None = None) -> str | None:
-        """The service of the client `receiver` is bound to before `cursor` (else in the
-        whole code: `self.s3 = boto3.client("s3")` may sit in another method)."""
-        before = code if cursor is None else code[:cursor]
-        svc = client_bindings(before).get(receiver)
-        if svc is None and receiver.startswith(("self.", "cls.")):
-            svc = client_bindings(code).get(receiver)
+        """The service of the client `receiver` is bound to at `cursor` (see scoped_service)."""
+        svc = scoped_service(code, receiver, len(code) if cursor is None else cursor)
         if svc is None or svc not in services():
             return None
         return svc
 
-    def members(self, code: str, path: Path, line: int, column: int, *, receiver: str,
-                cache_key: tuple = ()) -> Analysis:
+    # -- the analyzer interface --------------------------------------------------------------
+    def ask(self, query):
+        if isinstance(query, MembersQuery):
+            at = query.at
+            return Answered(self.members(at.code, at.path, at.line, at.column, receiver=query.receiver))
+        if isinstance(query, SignatureQuery):
+            at = query.at
+            t0 = time.perf_counter()
+            sig = self.signature(at.code, at.path, at.line, at.column, receiver=query.receiver,
+                                 name=query.name)
+            return Answered(SignatureAnswer(sig, (time.perf_counter() - t0) * 1e3))
+        return Answered(empty_answer(query, "unknown receiver"))
+
+    def prewarm(self, at) -> None:
+        pass
+
+    def deadline(self) -> float:
+        return 0.0
+
+    def close(self) -> None:
+        pass
+
+    # -- the lookups (synchronous, in-process) ---------------------------------------------------
+    def members(self, code: str, path: Path, line: int, column: int, *, receiver: str) -> Analysis:
         t0 = time.perf_counter()
         self.calls += 1
         try:
@@ -184,70 +288,51 @@ class SdkAnalyzer:
         return op.signature() if op else None
 
 
-class _Answered:
-    """A ticket whose answer is already known."""
+def _useful(answer) -> bool:
+    if isinstance(answer, SignatureAnswer):
+        return answer.signature is not None
+    return bool(answer.names)
 
-    def __init__(self, analysis: Analysis):
-        self._a = analysis
 
-    def result(self, timeout: float | None = 0) -> Analysis:
-        return self._a
+class ChainTicket:
+    """Asks the chain's analyzers in turn, the next only once the previous answered nothing."""
+
+    __slots__ = ("_rest", "_query", "_cur", "_ms")
+
+    def __init__(self, analyzers: list, query):
+        self._rest, self._query, self._ms = list(analyzers[1:]), query, 0.0
+        self._cur = analyzers[0].ask(query)
+
+    def result(self, timeout: float | None = 0):
+        end = None if timeout is None else time.perf_counter() + timeout
+        while True:
+            left = None if end is None else max(0.0, end - time.perf_counter())
+            r = self._cur.result(left)
+            if r is None:
+                return None
+            if _useful(r) or not self._rest:
+                ms = self._ms + r.ms
+                return r if ms == r.ms else replace(r, ms=ms)
+            self._ms += r.ms
+            self._cur = self._rest.pop(0).ask(self._query)
 
 
 class ChainAnalyzer:
-    """Several analyzers asked in order; the first non-empty answer wins (SDK, else Jedi)."""
+    """Several analyzers asked in order; the first useful answer wins (SDK, else Jedi)."""
 
     def __init__(self, analyzers: list):
         self.analyzers = list(analyzers)
 
-    def members(self, code: str, path: Path, line: int, column: int, *, receiver: str,
-                cache_key: tuple) -> Analysis:
-        last = Analysis(receiver, frozenset(), 0.0, False, "empty")
-        ms = 0.0
-        for a in self.analyzers:
-            r = a.members(code, path, line, column, receiver=receiver, cache_key=cache_key)
-            ms += r.ms
-            if r.names:
-                return Analysis(receiver, r.names, ms, r.cache_hit, r.failed, r.kinds)
-            last = r
-        return Analysis(receiver, frozenset(), ms, last.cache_hit, last.failed, last.kinds)
+    def ask(self, query) -> ChainTicket:
+        return ChainTicket(self.analyzers, query)
 
-    def submit(self, code: str, path: Path, line: int, column: int, *, receiver: str,
-               cache_key: tuple):
-        """Ask without waiting (the dereference monitor's speculation): synchronous analyzers
-        (the SDK's models) answer now; the first asynchronous one (Jedi) gets the question."""
-        for a in self.analyzers:
-            if hasattr(a, "submit"):
-                return a.submit(code, path, line, column, receiver=receiver, cache_key=cache_key)
-            r = a.members(code, path, line, column, receiver=receiver, cache_key=cache_key)
-            if r.names:
-                return _Answered(r)
-        return _Answered(Analysis(receiver, frozenset(), 0.0, False, "empty"))
+    def deadline(self) -> float:
+        return max((a.deadline() for a in self.analyzers), default=0.0)
 
-    @property
-    def deadline_now(self) -> float:
-        return max((float(getattr(a, "deadline_now", 0.0)) for a in self.analyzers), default=0.0) or 2.0
-
-    def signature(self, code: str, path: Path, line: int, column: int, *, receiver: str,
-                  name: str) -> CallSignature | None:
+    def prewarm(self, at) -> None:
         for a in self.analyzers:
-            fn = getattr(a, "signature", None)
-            sig = fn(code, path, line, column, receiver=receiver, name=name) if fn else None
-            if sig is not None:
-                return sig
-        return None
-
-    def prefetch(self, *args, **kwargs) -> None:
-        for a in self.analyzers:
-            if hasattr(a, "prefetch"):
-                a.prefetch(*args, **kwargs)
-
-    def prewarm(self, code: str, path: Path) -> None:
-        for a in self.analyzers:
-            if hasattr(a, "prewarm"):
-                a.prewarm(code, path)
+            a.prewarm(at)
 
     def close(self) -> None:
         for a in self.analyzers:
-            if hasattr(a, "close"):
-                a.close()
+            a.close()

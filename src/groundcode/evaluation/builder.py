@@ -81,7 +81,7 @@ def python_files(root: Path, limit: int) -> list[Path]:
 
 
 def _dependencies(root: Path, path: Path, code: str, first: int, last: int) -> set[str]:
-    from ..analysis.jedi import repo_dependencies  # the analyzer adapter (the only jedi import)
+    from ..analysis.jedi_oracle import repo_dependencies  # Jedi in-process (the jedi_* modules import jedi)
     try:
         return set(repo_dependencies(root, path, code, first, last))
     except Exception:  # an analyzer crash on one function must not end a build; counted as "no deps"

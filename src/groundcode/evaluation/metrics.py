@@ -5,7 +5,7 @@ smoothing; parity with sacrebleu's add-1 smoothing tested), EditSim (rapidfuzz),
 next-identifier match, identifier-sequence match, prefix match, identifier precision/recall,
 dependency coverage, and the unbiased pass@k / score@k estimators (MGD Appendix D).
 What is not: CodeBLEU (codebleu_adapter.py, tree-sitter), success rate (lint.py runs pylint in a
-subprocess), the analysis that finds dependencies (analysis/jedi.py) — these take their inputs here.
+subprocess), the analysis that finds dependencies (analysis/jedi_oracle.py) — these take their inputs here.
 Test: `.venv/bin/python -m pytest tests/test_metrics.py -q` (hand-computed values).
 """
 from __future__ import annotations

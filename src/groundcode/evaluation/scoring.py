@@ -89,7 +89,7 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
                 row["metrics"]["codebleu"] = [cb(_dedent_body(task, ref), _dedent_body(task, b))["codebleu"]
                                               for b in bodies]
             if depcov:
-                from ..analysis.jedi import repo_dependencies
+                from ..analysis.jedi_oracle import repo_dependencies
                 cov = []
                 for new, _, last in spliced:
                     try:

@@ -28,6 +28,9 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             debounce_ms: float = typer.Option(50.0, "--debounce-ms", help="wait this long before "
                                               "starting a request (a newer one on the document replaces it)"),
             deadline: float = typer.Option(10.0, "--deadline", help="seconds per request before it ends"),
+            python: Optional[Path] = typer.Option(None, "--python", help="the interpreter whose "
+                                                  "installed libraries the analyzer sees (default: "
+                                                  "the workspace's .venv, else this one)"),
             no_monitor: bool = typer.Option(False, "--no-monitor", help="plain decoding (no grounding)"),
             log_level: str = typer.Option("WARNING", "--log-level", help="stderr logging")) -> None:
     """Serve completions to an editor over the Language Server Protocol (stdio)."""
@@ -54,5 +57,5 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
         return Generator(model, MonitorConfig(enabled=not no_monitor), device=device, dtype=dtype)
 
     completer = Completer(load, workspace, max_new_tokens=max_new_tokens, debounce_s=debounce_ms / 1000,
-                          deadline_s=deadline, stop=stop)
+                          deadline_s=deadline, stop=stop, python=python)
     serve_stdio(completer)

@@ -48,13 +48,14 @@ class Answer:
 
 class Completer:
     def __init__(self, load, roots=(), *, max_new_tokens: int = 64, debounce_s: float = 0.05,
-                 deadline_s: float | None = 10.0, stop: str = "auto"):
+                 deadline_s: float | None = 10.0, stop: str = "auto", python=None):
         if stop not in ("auto", "line", "statement", "block"):
             raise GroundcodeError(f"stop must be auto, line, statement or block, got {stop!r}")
         if debounce_s < 0:
             raise GroundcodeError(f"debounce must be >= 0, got {debounce_s}")
         self.max_new_tokens, self.debounce_s, self.deadline_s, self.stop = \
             max_new_tokens, debounce_s, deadline_s, stop
+        self.python = python              # the environment Jedi sees (Workspace(python=))
         self._roots: list[Path] = []
         self._buffers: dict[Path, str] = {}
         self._ws = None
@@ -100,7 +101,7 @@ class Completer:
                 uniq.append(p)
         with self._lock:
             self._roots = uniq
-            self._ws = Workspace(uniq) if uniq else None
+            self._ws = Workspace(uniq, self.python) if uniq else None
             for path, text in self._buffers.items():
                 self._ws_call("open", path, text)
 
@@ -116,7 +117,7 @@ class Completer:
         from ..repo import find_repo_root
         from ..workspace import Workspace
         self._roots.append(Path(find_repo_root(path)).resolve())
-        self._ws = Workspace(self._roots)
+        self._ws = Workspace(self._roots, self.python)
         for p, t in self._buffers.items():
             if p != path:
                 self._ws.open(p, t)
@@ -168,8 +169,8 @@ class Completer:
                 return
             try:
                 with self._lock:
-                    root = self._ensure(path).cursor(path, 1, 0).repo
-                gen.analyzer(root).prewarm(text, path)
+                    ctx = self._ensure(path).cursor(path, 1, 0)
+                gen.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
             except Exception:      # a warm-up only: the request will say what is wrong
                 pass
         self._ready.add_done_callback(go)

@@ -9,8 +9,8 @@ tokens of its body in order; skip keywords, builtins (`dir(builtins)`), dunder n
 method's first parameter (`self`/`cls`: Figure 4 leaves `self` unmarked); for each remaining
 identifier ask the analyzer whether completion at the identifier's start, *with only the code
 before that point in the function* and the rest of the file as context, offers it; if so insert
-`<COMP>` before it. The analyzer is Jedi (`analysis.jedi.offered_in_file`: one parse per file,
-the completion's own lookup per identifier; `exact=True` uses `analysis.jedi.completion_names`,
+`<COMP>` before it. The analyzer is Jedi (`analysis.jedi_oracle.offered_in_file`: one parse per file,
+the completion's own lookup per identifier; `exact=True` uses `analysis.jedi_oracle.completion_names`,
 a full completion on the truncated file per identifier, ~20x slower — the two agree on 95% of
 identifiers, benchmarks/augment_speed.py).
 
@@ -28,7 +28,7 @@ original, augmented, body_offset, positions, identifiers), appended as each file
 `<out>.files` lists finished files so a rerun resumes where it stopped; statistics go to
 `<out>.stats.json` (functions, <COMP> per function, hit rate, seconds, functions/s, load).
 Files are processed by a pool of worker processes (one Jedi each), with a rich progress bar.
-Not here: downloads (evaluation/sources.py), Jedi (analysis/jedi.py), training (finetune.py).
+Not here: downloads (evaluation/sources.py), Jedi (analysis/jedi_oracle.py), training (finetune.py).
 Test: tests/test_augment.py (Figure 4 on a fixture class; resume).
 """
 from __future__ import annotations
@@ -165,7 +165,7 @@ def augment_file(root: str, repo: str, rel: str, cfg: dict) -> tuple[list[dict],
         jobs.append((s, cands))
     if not jobs:
         return [], counts
-    from ..analysis import jedi as jedi_adapter
+    from ..analysis import jedi_oracle as jedi_adapter
     before = jedi_adapter.set_dynamic_inference(cfg.get("dynamic_inference", False))
     try:
         hits = _ask(jedi_adapter, root, path, code, lines, jobs, cfg["exact"])

@@ -29,19 +29,24 @@ type Jedi would only guess (an unannotated parameter). Dunders are always allowe
 
 `rewind` is exact: the monitor keeps a snapshot of its state at every token count where it
 changed, so a rollback by any guide followed by the same tokens gives the same masks.
-Not here: jedi (analysis/jedi.py), name narrowing (narrowing.py), the loop (decoding/engine.py).
+Analysis is asked through the analyzer interface (analysis/base.py: `ask` -> ticket, polled with
+`result(0)`); the only blocking waits (a host that cannot roll back, the row's end) go through
+the batch's `WaitPolicy` (analysis/wait.py). The analyzer sees `ctx.splice(text)`; prefetches
+see `ctx.probe(receiver)` (context.py).
+Not here: jedi (analysis/jedi_*.py), name narrowing (narrowing.py), the loop (decoding/engine.py).
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import re
-import textwrap
 
 import numpy as np
 
 from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, could_bind,
-                       enclosing_scope, ident_run, indentation, receiver_before)
+                       enclosing_scope, function_header, ident_run, imported_names,
+                       receiver_before)
+from ...analysis.base import MembersQuery, empty_answer
+from ...analysis.wait import WaitPolicy
 from .base import Guide, History, RowView, TriggerRecord, token_flags
 from .narrowing import Narrowing, is_dunder
 
@@ -56,8 +61,9 @@ def _digest(text: str) -> str:
 class DereferenceMonitor(Guide):
     def __init__(self, analyzer, allow_bindings: bool = True, rollback: bool = True,
                  speculate: bool = True, horizon: int = 48, hide_dunder: bool = True,
-                 verify_first: bool | None = None):
+                 verify_first: bool | None = None, waits: WaitPolicy | None = None):
         self.analyzer = analyzer
+        self.waits = waits or WaitPolicy()
         self.allow_bindings = allow_bindings
         self.rollback = rollback      # False (mask-only hosts): binding positions stay free
         # Hosts that verify every free sample (the engine) check NARROW steps too: a mask is
@@ -66,7 +72,7 @@ class DereferenceMonitor(Guide):
         self.verify_first = rollback if verify_first is None else verify_first
         self.hide = is_dunder if hide_dunder else None
         # Speculate on cache misses (needs rollback); else wait up to the analyzer's deadline.
-        self.speculate = speculate and rollback and hasattr(analyzer, "submit")
+        self.speculate = speculate and rollback
         self.horizon = horizon        # tokens a speculation may run before it fails open
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -77,8 +83,9 @@ class DereferenceMonitor(Guide):
         self.prefix = getattr(ctx, "lex_prefix", "")
         self.lexer = Lexer(self.prefix)
         before, after = getattr(ctx, "before", ""), getattr(ctx, "after", "")
-        outer = before[: len(before) - len(self.prefix)] if before.endswith(self.prefix) else before
-        self.version = _digest(outer + "\0" + after)   # unchanged by edits inside the function
+        # the file outside the function being written (its class's other methods included):
+        # unchanged by edits inside the function, changed by a method written elsewhere
+        self.version = ctx.outside_version()
         self.scope, cls_off, cls_indent = enclosing_scope(before)
         self._class_text = ""
         self._class_attrs: dict[str, set] = {}
@@ -91,17 +98,20 @@ class DereferenceMonitor(Guide):
         self._redo: int | None = None
         self._hold = 0                            # a cursor inside a name: its length
         self._signature()
-        self._prefetch()
         # The cursor may sit right after a dot (`obj.|`) or inside the name after one
         # (`obj.gre|`): trigger before the first token, the name written so far counting.
+        # That question goes first; the prefetches follow (never under its key).
         p = self.prefix
         m = re.search(r"\.([A-Za-z_]\w*)?$", p)
         self._hold = len(m.group(1) or "") if m else 0
+        asked = None
         if m and self.lexer.dot_is_code(p, m.start()):
+            asked = receiver_before(p, m.start())
             if self._analyze(row, "") is not None:
                 self._start(row, 0, ".", 0)
                 self._cursor_name(row, m.group(1) or "")
         self._hold = 0
+        self._prefetch(asked)
         self._mark(row)
 
     def _clear(self) -> None:
@@ -175,73 +185,28 @@ class DereferenceMonitor(Guide):
                 scope = "<module>"
         return (self.version, scope, receiver or full[-40:], _digest(rebinds) if rebinds else "")
 
-    def _where(self, upto_dot: str) -> tuple[str, int, int]:
-        """The analyzer's view: the real file with the partial code at the cursor."""
-        ctx = self.ctx
-        code_before = ctx.before[: len(ctx.before) - self._hold] + upto_dot
-        line = code_before.count("\n") + 1
-        col = len(code_before) - (code_before.rfind("\n") + 1)
-        return code_before + "\n" + ctx.after, line, col
-
     def _signature(self) -> None:
         """Parameters and annotations of the function being written (from the lexing prefix),
         its body's indentation (any width) and the prefix's text from the body on."""
-        self._params: list[str] = []
-        self._annotations: dict[str, str] = {}
-        self._body_indent = ""
-        self.body_prefix = self.prefix
-        defs = list(re.finditer(r"^([ \t]*)(async[ \t]+)?def[ \t]+\w+[ \t]*\(", self.prefix, re.M))
-        if not defs:
-            return
-        m = defs[-1]
-        head = self.prefix[m.start() + len(m.group(1)):]
-        depth, colon = 0, -1
-        for k, ch in enumerate(head):          # the header's colon: outside all brackets
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            elif ch == ":" and depth == 0:
-                colon = k
-                break
-        if colon < 0:
-            return
-        try:
-            node = ast.parse(head[: colon + 1] + " pass\n").body[0]
-            args = node.args
-        except (SyntaxError, IndexError, AttributeError):
-            return
-        every = args.posonlyargs + args.args + args.kwonlyargs
-        self._params = [a.arg for a in every]
-        self._annotations = {a.arg: ast.unparse(a.annotation) for a in every if a.annotation is not None}
-        nl = head.find("\n", colon)
-        self.body_prefix = head[nl + 1:] if nl >= 0 else ""
-        lines = self.body_prefix.split("\n")
-        first = next((ln for ln in lines if ln.strip()), None)
-        if first is None and lines and len(lines[-1]) > len(m.group(1)):
-            first = lines[-1]                  # the prompt ends with the body's indentation
-        self._body_indent = indentation(first) if first is not None else m.group(1) + "    "
+        fn = function_header(self.prefix)
+        self._params: list[str] = fn.params if fn else []
+        self._annotations: dict[str, str] = fn.annotations if fn else {}
+        self._body_indent = fn.indent if fn else ""
+        self.body_prefix = self.prefix[fn.body:] if fn else self.prefix
 
-    def _prefetch(self) -> None:
+    def _prefetch(self, asked: str | None = None) -> None:
         """A body is about to be written: ask in the background for the members of the
-        function's parameters (`self`, `ctx`, ...), the receivers it most often dots into."""
-        ctx = self.ctx
-        prefetch = getattr(self.analyzer, "prefetch", None)
-        if prefetch is None:
-            return
+        receivers it most often dots into: the function's parameters whose type is known
+        (`self`, `cls`, annotated ones) and the module's imported names that the file dots
+        into, each as a new statement of the body (`ctx.probe`), never at the cursor's text.
+        `asked`: the receiver the cursor's own trigger asked about already."""
         # Only receivers whose type is known up front: an unannotated parameter fails open.
-        likely = [p for p in self._params if p in ("self", "cls") or p in self._annotations]
-        # Only where a body statement starts: a cursor inside a line (`return self.|`, an
-        # editor's usual case, or a one-line `def f(self): return self.|`) made the probe
-        # `return self.        self.`, whose empty answer was cached under the key the cursor's
-        # own trigger then read.
-        head = ctx.before[: len(ctx.before) - self._hold]
-        if head.rpartition("\n")[2].strip():
-            return
-        for p in likely[:4]:
-            upto = self._body_indent + p + "."
-            code, line, col = self._where(upto)
-            prefetch(code, ctx.path, line, col, receiver=p, cache_key=self._key(p, "", upto))
+        likely = [p for p in self._params if p in ("self", "cls") or p in self._annotations][:4]
+        likely += imported_names(self.ctx.before + "\n" + self.ctx.after)[:4]
+        for p in dict.fromkeys(likely):
+            sp = self.ctx.probe(p) if p != asked else None
+            if sp is not None:
+                self.analyzer.ask(MembersQuery(sp, p, self._key(p, "", p + "."), prefetch=True))
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
@@ -272,17 +237,16 @@ class DereferenceMonitor(Guide):
             rec.failed_open, rec.reason = True, "inferred: unannotated parameter"
             return None
         key = self._key(receiver, upto_dot, full)
-        code, line, col = self._where(upto_dot)
+        query = MembersQuery(ctx.splice(upto_dot, drop=self._hold), receiver, key)
         self._extra_names = self._extra(receiver, upto_dot)
-        if self.speculate:
-            ticket = self.analyzer.submit(code, ctx.path, line, col, receiver=receiver, cache_key=key)
-            a = ticket.result(0)
-            if a is None:                         # running: speculate (see SPEC)
-                self.ticket = ticket
-                rec.failed_open, rec.reason = True, "pending"
-                return rec
-        else:
-            a = self.analyzer.members(code, ctx.path, line, col, receiver=receiver, cache_key=key)
+        ticket = self.analyzer.ask(query)
+        a = ticket.result(0)
+        if a is None and self.speculate:          # running: speculate (see SPEC)
+            self.ticket = ticket
+            rec.failed_open, rec.reason = True, "pending"
+            return rec
+        if a is None:                             # a host that cannot roll back: wait (bounded)
+            a = self.waits.wait([ticket], self.analyzer.deadline())[0] or empty_answer(query, "timeout")
         return rec if self._answered(row, rec, a) else None
 
     def _answered(self, row: RowView, rec: TriggerRecord, a) -> bool:
@@ -301,7 +265,10 @@ class DereferenceMonitor(Guide):
         rec.failed_open, rec.reason = False, None
         names = a.names | extra if extra - a.names else a.names
         rec.candidates = len(names)
-        return Narrowing(row.vocab, names, hide=self.hide)
+        hide = self.hide
+        if a.hidden:                    # --hide-private: legal when written, never steered to
+            hide = (lambda n, h=a.hidden, d=self.hide: n in h or (d is not None and d(n)))
+        return Narrowing(row.vocab, names, hide=hide)
 
     def _cursor_name(self, row: RowView, typed: str) -> None:
         """The user already wrote `typed` after the dot: it counts as the name's start."""
@@ -524,15 +491,16 @@ class DereferenceMonitor(Guide):
         self.ticket = None
         self.state = WAIT
 
-    def _poll_late(self, row: RowView, wait: float = 0) -> int | None:
-        """Settle the owed answers that have landed (waiting up to `wait` s for each); roll
-        back to the first name that is not a member (everything written after it goes too)."""
+    def _poll_late(self, row: RowView, settling: bool = False) -> int | None:
+        """Settle the owed answers that have landed (`settling`: those not landed by now time
+        out); roll back to the first name that is not a member (everything written after it
+        goes too)."""
         keep = []
         for k, entry in enumerate(self.late):
             ticket, rec, name, checkpoint, need, dot_tokens, extra = entry
-            a = ticket.result(wait)
+            a = ticket.result(0)
             if a is None:
-                if wait:
+                if settling:
                     rec.reason = "timeout"
                 elif len(row.tokens) - dot_tokens > self.horizon:
                     rec.reason = "late"
@@ -549,11 +517,16 @@ class DereferenceMonitor(Guide):
         return None
 
     def settle(self, row: RowView) -> int | None:
-        """The row is about to finish: wait (up to the analyzer's deadline) for the answers still
-        owed and roll back to a name that is not a member."""
-        wait = float(getattr(self.analyzer, "deadline_now", 2.0)) or 2.0
+        """The row is about to finish: wait for the answers still owed — all together, up to
+        the analyzer's deadline and the batch's shared window (WaitPolicy) — and roll back to a
+        name that is not a member."""
+        owed = [e[0] for e in self.late]
         if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
-            a = self.ticket.result(wait)
+            owed.append(self.ticket)
+        if owed:
+            self.waits.wait(owed, self.analyzer.deadline() or 2.0)
+        if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
+            a = self.ticket.result(0)
             self.ticket = None
             if a is None:
                 self.record.reason = "timeout"
@@ -565,7 +538,7 @@ class DereferenceMonitor(Guide):
                 return self.checkpoint
             self.state = WAIT
         if self.late:
-            return self._poll_late(row, wait)
+            return self._poll_late(row, settling=True)
         return None
 
     def _decide(self, row: RowView) -> int | None:

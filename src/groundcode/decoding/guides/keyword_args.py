@@ -3,8 +3,11 @@ are the callable's parameters (the paper's "invalid usage of the target API").
 
 States (one row):
     WAIT     free decoding; an accepted token holding a code `(` after a callee (`client.op(`,
-             `f(`) asks the analyzer for the callee's signature (`analyzer.signature`); known →
-             ARGS, unknown → stay (counted as failed open).
+             `f(`) asks the analyzer for the callee's signature (`SignatureQuery`); known →
+             ARGS, unknown → stay (counted as failed open). An answer still running leaves
+             decoding free; every accepted token polls it (no step waits); when it lands while
+             the call is still open, ARGS starts from the text written so far (a wrong
+             `name=` already written is rolled back as usual); a call closed first is "late".
     ARGS     inside the call's parentheses (a character scanner tracks depth, strings and
              comments). Where an argument starts (after `(` or `,` at depth 0) a free token that
              begins an identifier is verified:
@@ -33,6 +36,7 @@ import re
 
 import numpy as np
 
+from ...analysis.base import SignatureQuery
 from ...pycode import ArgScanner, Lexer, ident_run, receiver_before
 from .base import Guide, RowView, TriggerRecord
 
@@ -91,9 +95,12 @@ class KeywordArgMonitor(Guide):
         self.typed = ""
         self.need = ""
         self._rolling = False
+        self.pending = None          # (ticket, callee, call_start): a signature still running
 
     def rewind(self, row: RowView, length: int) -> None:
         self.lexer.rewind(len(self.prefix) + len(row.text))
+        if self.pending is not None and len(row.text) < self.pending[2]:
+            self.pending = None      # the `(` it was asked for is undone
         if self._rolling:            # our own rollback: NARROW was set by advance()
             self._rolling = False
             return
@@ -105,12 +112,6 @@ class KeywordArgMonitor(Guide):
                 self.scan = ArgScanner().feed(row.text[self.call_start:])
 
     # -- analysis -----------------------------------------------------------------------------
-    def _where(self, upto: str) -> tuple[str, int, int]:
-        code_before = self.ctx.before + upto
-        line = code_before.count("\n") + 1
-        col = len(code_before) - (code_before.rfind("\n") + 1)
-        return code_before + "\n" + getattr(self.ctx, "after", ""), line, col
-
     def _paren_is_code(self, full: str, k: int) -> bool:
         """Is full[k] == "(" an operator (not inside a string or comment)?"""
         if k < self.lexer.line_start():
@@ -124,9 +125,6 @@ class KeywordArgMonitor(Guide):
         """WAIT: does the accepted token `t` (ending row.text) open a call with a known signature?"""
         text = row.text
         base = len(text) - len(t)
-        fn = getattr(self.analyzer, "signature", None)
-        if fn is None:
-            return
         for j, c in enumerate(t):
             if c != "(":
                 continue
@@ -138,25 +136,50 @@ class KeywordArgMonitor(Guide):
             if not self._paren_is_code(full, k):
                 continue
             receiver, _, name = callee.rpartition(".")
-            code, line, col = self._where(text[: base + j + 1])
-            sig = fn(code, self.ctx.path, line, col, receiver=receiver, name=name)
-            if sig is None:
-                continue
-            rec = TriggerRecord(receiver=callee + "(", candidates=len(sig.params),
-                                failed_open=sig.var_keyword,
-                                reason="**kwargs: any keyword" if sig.var_keyword else None)
-            row.triggers.append(rec)
-            if sig.var_keyword:
-                continue
-            self.sig, self.record = sig, rec
-            self.keyword_only = not sig.var_positional and all(p.kind == "keyword" for p in sig.params)
-            self.call_start = base + j + 1
-            self.state, self.cs, self.allowed = ARGS, None, frozenset()
-            self.scan = ArgScanner().feed(text[self.call_start:])
-            if any(u not in sig.keywords() for u in self.scan.used):
-                rec.reason = "keyword merged into the `(` token: not redone"
-            self._settle(row)
-            return
+            ticket = self.analyzer.ask(SignatureQuery(self.ctx.splice(text[: base + j + 1]), receiver, name))
+            ans = ticket.result(0)
+            if ans is None:          # running: decode on, poll with every token
+                self.pending = (ticket, callee, base + j + 1)
+                return
+            self._open_call(row, ans.signature, callee, base + j + 1)   # (as before: no rollback
+            if self.state != WAIT:                                       #  into the `(` token)
+                return
+
+    def _poll(self, row: RowView) -> int | None:
+        """WAIT with a signature owed: has it landed? Open the call if it is still open (and
+        maybe roll back a wrong `name=` written meanwhile)."""
+        ticket, callee, call_start = self.pending
+        ans = ticket.result(0)
+        if ans is None:
+            return None
+        self.pending = None
+        if ans.signature is None:
+            return None
+        if ArgScanner().feed(row.text[call_start:]).closed:
+            row.triggers.append(TriggerRecord(receiver=callee + "(", candidates=len(ans.signature.params),
+                                              failed_open=True, reason="late"))
+            return None
+        return self._open_call(row, ans.signature, callee, call_start)
+
+    def _open_call(self, row: RowView, sig, callee: str, call_start: int) -> int | None:
+        """A call with signature `sig` (None: unknown) opened at `call_start`: go to ARGS (the
+        state stays WAIT when the signature is unknown or takes any keyword)."""
+        if sig is None:
+            return None
+        rec = TriggerRecord(receiver=callee + "(", candidates=len(sig.params),
+                            failed_open=sig.var_keyword,
+                            reason="**kwargs: any keyword" if sig.var_keyword else None)
+        row.triggers.append(rec)
+        if sig.var_keyword:
+            return None
+        self.sig, self.record = sig, rec
+        self.keyword_only = not sig.var_positional and all(p.kind == "keyword" for p in sig.params)
+        self.call_start = call_start
+        self.state, self.cs, self.allowed = ARGS, None, frozenset()
+        self.scan = ArgScanner().feed(row.text[self.call_start:])
+        if any(u not in sig.keywords() for u in self.scan.used):
+            rec.reason = "keyword merged into the `(` token: not redone"
+        return self._settle(row)
 
     def _candidates(self, row: RowView):
         names = self.sig.keywords() - set(self.scan.used)
@@ -250,6 +273,8 @@ class KeywordArgMonitor(Guide):
     def advance(self, row: RowView, token: int) -> int | None:
         t = row.vocab.texts[token]
         if self.state == WAIT:
+            if self.pending is not None:
+                return self._poll(row)
             if "(" in t:
                 self._try_call(row, t)
             return None

@@ -36,7 +36,10 @@ Composable with the dereference monitor: masks intersect, so right after a code 
 monitor narrows to members) <COMP> is masked out and the monitor does the job; elsewhere this
 guide does. Rewind is exact (a snapshot per token count), as the monitor's.
 Triggers are recorded as TriggerRecord(receiver="<COMP>" or "<entropy>", ...).
-Not here: jedi (analysis/jedi.py), narrowing (narrowing.py), the loop (decoding/engine.py).
+The analyzer is asked through its interface (`NamesQuery` -> ticket); the tool call needs the
+answer before the model writes on, so a running one is waited for through the batch's
+`WaitPolicy` (bounded by the analyzer's deadline and the step's shared window), then fails open.
+Not here: jedi (analysis/jedi_*.py), narrowing (narrowing.py), the loop (decoding/engine.py).
 Test: tests/test_toolcall.py.
 """
 from __future__ import annotations
@@ -48,6 +51,8 @@ import re
 
 import numpy as np
 
+from ...analysis.base import NamesQuery, empty_answer
+from ...analysis.wait import WaitPolicy
 from ...pycode import Lexer
 from .base import Guide, History, RowView, TriggerRecord
 from .narrowing import Narrowing, is_dunder
@@ -64,7 +69,8 @@ def _ident_char(c: str) -> bool:
 
 class ToolCallGuide(Guide):
     def __init__(self, analyzer, comp_id: int | None, threshold: float | None = None,
-                 entropy: float | None = None, hide_dunder: bool = True):
+                 entropy: float | None = None, hide_dunder: bool = True,
+                 waits: WaitPolicy | None = None):
         if comp_id is None and entropy is None:
             raise ValueError("ToolCallGuide needs the <COMP> token id or an entropy threshold")
         self.analyzer = analyzer
@@ -72,6 +78,7 @@ class ToolCallGuide(Guide):
         self.threshold = threshold
         self.entropy = entropy
         self.hide = is_dunder if hide_dunder else None
+        self.waits = waits or WaitPolicy()
 
     # -- lifecycle ----------------------------------------------------------------------------
     def reset(self, row: RowView) -> None:
@@ -167,25 +174,21 @@ class ToolCallGuide(Guide):
         # quote, so it is unterminated) means we are not in code
         return not toks or toks[-1][0] not in ("comment", "string")
 
-    def where(self, row: RowView, lead: str = "") -> tuple[str, int, int]:
-        """The analyzer's view: the real file with the partial code (tool tokens removed, and
-        `lead`, text about to be written before the name) at the cursor, and the cursor
-        (1-based line, 0-based column)."""
-        ctx = self.ctx
-        code_before = ctx.before + row.text + lead
-        line = code_before.count("\n") + 1
-        head = code_before[code_before.rfind("\n") + 1:]
-        filler = "pass" if not head.strip() else ""
-        return code_before + filler + "\n" + ctx.after, line, len(head)
-
     def _trigger(self, row: RowView, receiver: str, lead: str = "") -> None:
-        code, line, col = self.where(row, lead)
+        # The analyzer's view: the real file with the partial code (tool tokens removed, and
+        # `lead`, text about to be written before the name) at the cursor; a line that holds
+        # only indentation gets `pass` so that Jedi places it inside the function.
+        sp = self.ctx.splice(row.text + lead, filler="pass")
         rec = TriggerRecord(receiver=receiver, candidates=0)
         row.triggers.append(rec)
         self.record = rec
         key = ("tool", getattr(self.ctx, "version", ""), hashlib.blake2s(
-            code.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest(), line, col)
-        a = self.analyzer.members(code, self.ctx.path, line, col, receiver=receiver, cache_key=key)
+            sp.code.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest(), sp.line, sp.column)
+        query = NamesQuery(sp, key, receiver)
+        ticket = self.analyzer.ask(query)
+        a = ticket.result(0)
+        if a is None:
+            a = self.waits.wait([ticket], self.analyzer.deadline())[0] or empty_answer(query, "timeout")
         rec.analysis_ms = round(a.ms, 3)
         rec.cache_hit = a.cache_hit
         rec.candidates = len(a.names)
@@ -202,6 +205,9 @@ class ToolCallGuide(Guide):
             rec.failed_open, rec.reason = True, failed or "empty"
             self.ban = True
             return
-        self.nar = Narrowing(row.vocab, names | _KEYWORDS, need=lead, hide=self.hide)
+        hide = self.hide
+        if a.hidden:                    # --hide-private: legal when written, never steered to
+            hide = (lambda n, h=a.hidden, d=self.hide: n in h or (d is not None and d(n)))
+        self.nar = Narrowing(row.vocab, names | _KEYWORDS, need=lead, hide=hide)
         rec.constrained = True
         self.state = SELECT

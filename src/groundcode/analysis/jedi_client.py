@@ -1,0 +1,291 @@
+"""The Jedi analyzer's client: a worker pool, tickets and an answer cache (see base.py).
+
+    a = JediAnalyzer(repo, deadline_s=2.0, python=None)   # python: the project's interpreter/venv
+    ticket = a.ask(MembersQuery(ctx.splice(text), "self", key))
+    a.prewarm(ctx.splice("")); a.deadline(); a.close()
+
+The partial code is analysed in memory (the user's files are never written); Jedi's Project is
+the repository, with the repository's virtual environment (`.venv`, `venv`) or `python` as its
+environment so installed libraries resolve. Answers are cached under (kind, overlay stamp, the
+caller's key): an open buffer that changes changes the stamp, so nothing stale is served. A late
+answer is cached when it lands, for the next trigger with the same key; a failed prefetch is
+not cached (it was a guess).
+
+Jedi runs in one worker *process* by default (`workers="process"`): its caches stay warm there,
+it runs beside the model (no GIL shared with decoding), and a hung call can be killed (the
+worker is replaced after `kill_after_s`). `workers="thread"` runs it in-process on one thread.
+A worker that dies is replaced once (the pool that broke, not whichever is current).
+Signatures are not Jedi's business here: it answers SignatureQuery with "unknown" at once.
+Not here: the worker's functions (jedi_worker.py), when to ask (decoding/guides/).
+Test: tests/test_analysis.py.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import hashlib
+import multiprocessing as mp
+import sys
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from .base import (Analysis, Answered, MembersQuery, NamesQuery, Overlay, SignatureAnswer,
+                   SignatureQuery)
+from .jedi_worker import Job, complete_members, init, warm_file
+
+_NO_OVERLAY = Overlay()
+
+
+def find_python(repo: Path | None) -> Path | None:
+    """The repository's virtual environment (`.venv`, `venv`, `env` under its root), if any."""
+    if repo is None:
+        return None
+    for name in (".venv", "venv", "env"):
+        d = Path(repo) / name
+        if (d / "pyvenv.cfg").is_file():
+            return d
+    return None
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2s(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+@contextlib.contextmanager
+def _main_not_imported():
+    """Start spawn workers without re-running the caller's `__main__` (multiprocessing would,
+    which breaks scripts that lack an `if __name__ == "__main__"` guard). The worker needs only
+    the jedi_worker module."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: getattr(main, k) for k in ("__file__", "__spec__") if hasattr(main, k)}
+    try:
+        if "__file__" in saved:
+            del main.__file__
+        main.__spec__ = None
+        yield
+    finally:
+        if "__file__" in saved:
+            main.__file__ = saved["__file__"]
+        if "__spec__" in saved:
+            main.__spec__ = saved["__spec__"]
+
+
+class JediAnalyzer:
+    """Members and names from Jedi, with a repository project, a cache and a worker pool."""
+
+    def __init__(self, repo: str | Path | None, deadline_s: float = 2.0, hide_private: bool = False,
+                 hide_dunder: bool = True, cache_size: int = 4096, workers: str = "process",
+                 kill_after_s: float = 30.0, worker_fn=None, cold_deadline_s: float = 20.0,
+                 python: str | Path | None = None):
+        self.repo = Path(repo).resolve() if repo else None
+        self._root = str(self.repo) if self.repo else None
+        py = Path(python) if python else find_python(self.repo)
+        self.python = str(py) if py else None
+        self.deadline_s = deadline_s
+        self.hide_private = hide_private
+        self.hide_dunder = hide_dunder
+        self.workers = workers
+        self.kill_after_s = kill_after_s
+        # The first answer pays the worker's start, Jedi's import and the file's first parse
+        # (seconds): it gets a longer deadline than the warm calls that follow.
+        self.cold_deadline_s = max(cold_deadline_s, deadline_s)
+        self._warm = False
+        self.worker_fn = worker_fn or complete_members   # a module-level function (picklable)
+        self._cache: OrderedDict[tuple, Analysis] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._inflight: dict[tuple, cf.Future] = {}   # key -> running call (prefetch or late)
+        self._warmed: set = set()
+        self._sent: str | None = None                 # overlay stamp the current pool has
+        self._pool = self._new_pool()
+        self.calls = 0
+        self.timeouts = 0
+        self.errors = 0
+        self.restarts = 0
+
+    def _new_pool(self):
+        # One worker: Jedi is not thread-safe, and one warm process keeps one warm cache.
+        self._sent = None
+        if self.workers == "process":
+            return cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
+                                          initializer=init)
+        return cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="jedi", initializer=init)
+
+    # -- the interface --------------------------------------------------------------------------
+    def deadline(self) -> float:
+        """The deadline a call gets now: the cold one until a first answer has landed."""
+        return self.deadline_s if self._warm else self.cold_deadline_s
+
+    def ask(self, query):
+        if isinstance(query, SignatureQuery):
+            return Answered(SignatureAnswer(None, 0.0, "unknown"))
+        if isinstance(query, MembersQuery):
+            kind, key = "members", query.key
+        elif isinstance(query, NamesQuery):
+            kind = "names"
+            key = query.key or (_digest(query.at.code), query.at.line, query.at.column)
+        else:
+            raise TypeError(f"JediAnalyzer cannot answer {type(query).__name__}")
+        overlay = query.at.overlay or _NO_OVERLAY
+        full = (kind, overlay.stamp, self.python, *key)
+        with self._lock:
+            hit = self._cache.get(full)
+            if hit is not None:
+                self._cache.move_to_end(full)
+                return Answered(Analysis(query.receiver, hit.names, 0.0, True, hit.failed, hit.kinds,
+                                         hit.hidden))
+        fut = self._submit(query.at, full, query.receiver, query.__class__ is MembersQuery and query.prefetch)
+        return JediTicket(self, fut, query.receiver)
+
+    def prewarm(self, at) -> None:
+        """Parse `at.path` and infer its imports in the background, so that the first trigger
+        does not pay Jedi's cold start (0.3-2 s) inside its deadline."""
+        overlay = at.overlay or _NO_OVERLAY
+        key = (str(at.path), overlay.stamp)
+        with self._lock:
+            if key in self._warmed:
+                return
+            self._warmed.add(key)
+            self._run(warm_file, self._job(at, overlay))
+
+    def close(self) -> None:
+        """Stop the worker now (a busy or hung Jedi must not delay the caller's exit). The
+        worker is killed first, then the pool is joined, so that no pool thread is left to
+        touch the closed pipes at interpreter exit ("Bad file descriptor")."""
+        self._kill(self._pool, wait=True)
+        with self._lock:
+            self._inflight.clear()
+
+    def __enter__(self) -> "JediAnalyzer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- the pool ---------------------------------------------------------------------------
+    @staticmethod
+    def _kill(pool, wait: bool) -> None:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        for proc in procs:
+            proc.kill()
+        pool.shutdown(wait=wait, cancel_futures=True)
+        if wait:
+            for proc in procs:
+                proc.join(timeout=5)
+
+    def _job(self, at, overlay: Overlay) -> Job:
+        """The worker's job; the overlay travels only when the pool has not seen its stamp
+        (one worker, calls in order: a job's overlay is installed before the later ones run)."""
+        send = None
+        if overlay.stamp != self._sent:
+            send, self._sent = (overlay.stamp, overlay.files), overlay.stamp
+        return Job(self._root, at.code, str(at.path), at.line, at.column, self.python, send)
+
+    def _run(self, fn, job: Job) -> cf.Future:
+        with _main_not_imported():     # the worker process may start on this submit
+            fut = self._pool.submit(fn, job)
+        fut._gc_pool = self._pool
+        return fut
+
+    def _restart_if_hung(self) -> None:
+        """A call that outlives kill_after_s blocks every later one: kill the worker."""
+        if self.workers != "process" or not self._inflight:
+            return
+        oldest = min(getattr(f, "_gc_t0", time.perf_counter()) for f in self._inflight.values())
+        if time.perf_counter() - oldest < self.kill_after_s:
+            return
+        old = self._pool
+        self._pool = self._new_pool()
+        self._inflight.clear()
+        self.restarts += 1
+        self._kill(old, wait=False)
+
+    def _submit(self, at, key: tuple, receiver: str, prefetch: bool) -> cf.Future:
+        """Start (or join) the call for `key`; its answer is cached whenever it lands."""
+        with self._lock:
+            fut = self._inflight.get(key)
+            if fut is not None:
+                return fut
+            self._restart_if_hung()
+            self.calls += 1
+            fut = self._run(self.worker_fn, self._job(at, at.overlay or _NO_OVERLAY))
+            fut._gc_t0 = time.perf_counter()
+            self._inflight[key] = fut
+        fut.add_done_callback(lambda f: self._landed(f, key, receiver, prefetch))
+        return fut
+
+    def _broken(self, pool) -> None:
+        """The worker of `pool` died: replace it if it is still the current one (its running
+        calls are lost, their callers fail open); a later report of the same death is a no-op."""
+        with self._lock:
+            if pool is not self._pool:
+                return
+            self._pool = self._new_pool()
+            self._inflight.clear()
+            self.restarts += 1
+
+    def _hidden(self, names) -> frozenset:
+        if not self.hide_private:
+            return frozenset()
+        return frozenset(n for n in names if n.startswith("_") and not (n.startswith("__") and n.endswith("__")))
+
+    def _landed(self, fut: cf.Future, key: tuple, receiver: str, prefetch: bool) -> None:
+        fut._gc_t1 = time.perf_counter()
+        with self._lock:
+            if self._inflight.get(key) is fut:
+                del self._inflight[key]
+        try:
+            names, kinds, failed = _answer(fut.result())
+        except Exception:
+            return
+        if prefetch and failed is not None:
+            return                      # a guess that failed: the real question asks again
+        with self._lock:
+            self._cache[key] = Analysis(receiver, names, 0.0, False, failed, kinds, self._hidden(names))
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+
+class JediTicket:
+    """A running Jedi call: `result(timeout)` is its Analysis, or None while it runs. A crash
+    fails open ("error: ...")."""
+
+    __slots__ = ("_owner", "_answer", "_fut", "_receiver")
+
+    def __init__(self, owner: JediAnalyzer, fut: cf.Future, receiver: str = ""):
+        self._owner, self._answer, self._fut, self._receiver = owner, None, fut, receiver
+
+    def result(self, timeout: float | None = 0) -> Analysis | None:
+        if self._answer is not None:
+            return self._answer
+        fut, owner = self._fut, self._owner
+        try:
+            if timeout == 0 and not fut.done():
+                return None
+            names, kinds, failed = _answer(fut.result(timeout=timeout))
+            owner._warm = True
+        except cf.TimeoutError:
+            owner.timeouts += 1
+            return None
+        except Exception as exc:  # a Jedi crash must never kill generation: fail open
+            owner.errors += 1
+            if isinstance(exc, BrokenProcessPool):
+                owner._broken(getattr(fut, "_gc_pool", None))
+            names, kinds, failed = frozenset(), {}, f"error: {type(exc).__name__}: {exc}"[:200]
+        t1 = getattr(fut, "_gc_t1", None) or time.perf_counter()
+        self._answer = Analysis(self._receiver, names, (t1 - fut._gc_t0) * 1e3, False, failed, kinds,
+                                owner._hidden(names))
+        return self._answer
+
+
+def _answer(result: tuple) -> tuple[frozenset, dict, str | None]:
+    """(names, kinds, reason to fail open) from a worker's (names, kinds[, note])."""
+    names, kinds = result[0], result[1]
+    note = result[2] if len(result) > 2 else None
+    return names, kinds, note or (None if names else "empty")

@@ -1,0 +1,230 @@
+"""Jedi's side of the analyzer: the functions that run in the worker (a process by default).
+
+    init()                     once per worker: its own parso cache directory, the overlay hook
+    complete_members(job)      names completion offers at the job's cursor, and a reason to fail
+                               open (jedi_classes.py) or None; plus names created by literal setattr
+    warm_file(job)             parse the file and infer its imports (cold start off the clock)
+
+A `Job` carries the code, the cursor, the project root, the Python environment and, when it
+changed since the worker last saw it, the workspace's overlay of open buffers. Other modules'
+text comes from the overlay instead of the disk: Jedi has no public hook for file contents, so
+the worker wraps `InferenceState.parse_and_get_code` (every module Jedi parses goes through it)
+to hand Jedi the buffer's text, stamped with the time the overlay was installed so that parso's
+in-memory cache does not serve the disk's parse; entries of changed buffers are dropped from
+that cache. A file that exists only as a buffer (never saved) is not importable.
+
+One parso cache directory per worker (`jedi.settings.cache_directory`): a directory slot under
+the groundcode cache held with an exclusive lock for the worker's life, so two processes never
+read each other's half-written pickles. The jedi_* modules are the only ones that import jedi.
+Test: tests/test_analysis.py, tests/test_workspace.py.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Job:
+    root: str | None
+    code: str
+    path: str
+    line: int
+    column: int
+    python: str | None = None                  # interpreter / venv for the project's libraries
+    overlay: tuple | None = None               # (stamp, ((path, text), ...)) to install; None: keep
+
+
+_PROJECTS: dict = {}
+_OVERLAY: dict = {"stamp": "", "files": {}, "t": 0.0}
+_LOCK_FD: list = []
+_READY: list = []
+
+
+def _jedi():
+    import jedi
+    return jedi
+
+
+def project(root: str | None, python: str | None = None):
+    """The Jedi project of a repository (its root on the path), with `python`'s environment
+    when given and usable (else Jedi's default)."""
+    if root is None:
+        return None
+    key = (root, python)
+    p = _PROJECTS.get(key)
+    if p is None:
+        jedi = _jedi()
+        p = None
+        if python:
+            try:
+                p = jedi.Project(root, added_sys_path=[root], environment_path=python)
+                p.get_environment()
+            except Exception:
+                p = None                       # not a usable interpreter: the default one
+        _PROJECTS[key] = p = p or jedi.Project(root, added_sys_path=[root])
+    return p
+
+
+def parso_cache_dir() -> Path:
+    """A cache directory no other live worker uses: the first free slot under the groundcode
+    cache (locked while this worker lives), else a fresh temporary directory."""
+    import tempfile
+    try:
+        import fcntl
+
+        from ..cache import cache_dir
+        base = cache_dir() / "parso"
+        for k in range(64):
+            d = base / f"w{k}"
+            d.mkdir(parents=True, exist_ok=True)
+            fd = os.open(d / ".lock", os.O_CREAT | os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            _LOCK_FD.append(fd)
+            return d
+    except Exception:
+        pass
+    return Path(tempfile.mkdtemp(prefix="groundcode-parso-"))
+
+
+def init() -> None:
+    """Once per worker (the pool's initializer)."""
+    if _READY:
+        return
+    _jedi().settings.cache_directory = str(parso_cache_dir())
+    _install_overlay_hook()
+    _READY.append(True)
+
+
+def _install_overlay_hook() -> None:
+    from jedi.file_io import KnownContentFileIO
+    from jedi.inference import InferenceState
+    if getattr(InferenceState.parse_and_get_code, "_gc_overlay", False):
+        return
+    original = InferenceState.parse_and_get_code
+
+    class BufferIO(KnownContentFileIO):
+        def __init__(self, path, content, t):
+            super().__init__(path, content)
+            self._t = t
+
+        def get_last_modified(self):
+            return self._t
+
+    def parse_and_get_code(self, code=None, path=None, use_latest_grammar=False, file_io=None, **kw):
+        files = _OVERLAY["files"]
+        if code is None and files:
+            p = file_io.path if file_io is not None else path
+            text = _buffer(p)
+            if text is not None:
+                file_io = BufferIO(p, text, _OVERLAY["t"])
+                if kw.get("cache"):
+                    kw["diff_cache"] = True   # parso pickles only without it: a buffer's parse
+                                              # must never reach the disk cache
+        return original(self, code, path, use_latest_grammar, file_io, **kw)
+
+    parse_and_get_code._gc_overlay = True
+    InferenceState.parse_and_get_code = parse_and_get_code
+
+
+def _buffer(path) -> str | None:
+    if path is None:
+        return None
+    files = _OVERLAY["files"]
+    s = str(path)
+    text = files.get(s)
+    if text is None and files:
+        text = files.get(os.path.realpath(s))
+    return text
+
+
+def source_text(path: str) -> str:
+    """A module's text as the analyzer sees it: the open buffer, else the file."""
+    text = _buffer(path)
+    return text if text is not None else Path(path).read_text(encoding="utf-8")
+
+
+def set_overlay(stamp: str, files) -> None:
+    """Install the workspace's open buffers; forget parses and class facts of changed files."""
+    if stamp == _OVERLAY["stamp"]:
+        return
+    new = {str(p): t for p, t in files}
+    old = _OVERLAY["files"]
+    changed = {p for p in set(old) | set(new) if old.get(p) != new.get(p)}
+    if changed:
+        import hashlib
+
+        import parso.cache
+        for per_grammar in parso.cache.parser_cache.values():
+            for p in changed:
+                per_grammar.pop(Path(p), None)
+                per_grammar.pop(p, None)
+        folder = Path(_jedi().settings.cache_directory)
+        for p in changed:                     # and any pickle of it (written before the hook)
+            h = hashlib.sha256(p.encode("utf-8")).hexdigest()
+            for f in folder.glob(f"*/*-{h}.pkl"):
+                f.unlink(missing_ok=True)
+        from . import jedi_classes
+        jedi_classes.reset()
+    _OVERLAY.update(stamp=stamp, files=new, t=time.time())
+
+
+def _prepare(job: Job):
+    init()
+    if job.overlay is not None:
+        set_overlay(*job.overlay)
+    return project(job.root, job.python)
+
+
+def complete_members(job: Job) -> tuple[frozenset, dict, str | None]:
+    """Names Jedi offers at the job's cursor, their kinds, and a reason to fail open instead of
+    trusting them (None when they can be trusted; see jedi_classes.py). Dunders are always
+    returned (they exist and are legal to write: `self.__class__`); so are private names (the
+    client marks them hidden with --hide-private: legal, never suggested)."""
+    from .jedi_classes import class_facts, is_dynamic
+    proj = _prepare(job)
+    script = _jedi().Script(job.code, path=job.path, project=proj)
+    completions = script.complete(job.line, job.column)
+    names: dict[str, str] = {}
+    note = None
+    for c in completions:
+        n = c.name
+        if c.type == "keyword":
+            continue
+        if n in ("__getattr__", "__getattribute__") and note is None:
+            full = c.full_name or ""
+            if is_dynamic(full, n):
+                note = f"dynamic: {full or n}"
+        names[n] = c.type
+    try:
+        inferred = script.infer(job.line, job.column - 1) if job.column > 0 else []
+    except Exception:
+        inferred = []
+    if note is None:
+        note, extra = class_facts(script, proj, job.code, job.path, inferred)
+        for n in extra:
+            names.setdefault(n, "statement")
+    if names and all(n.startswith("__") and n.endswith("__") for n in names) and \
+            not (inferred and all(d.type == "function" for d in inferred)):
+        # Only object's dunders: None or an unknown type, not an answer (a function's
+        # dunders are one: `self.method.append` is wrong)
+        note = note or "empty"
+    return frozenset(names), names, note
+
+
+def warm_file(job: Job) -> None:
+    """Parse a file and infer its imports."""
+    try:
+        proj = _prepare(job)
+        script = _jedi().Script(job.code, path=job.path, project=proj)
+        script.get_names(all_scopes=False)
+        lines = job.code.splitlines() or [""]
+        script.complete(len(lines), len(lines[-1]))
+    except Exception:
+        pass

@@ -1,0 +1,69 @@
+"""How long decoding may block on analysis answers: one policy for every guide of a batch.
+
+Guides never call an analyzer synchronously inside a step: they `ask` and poll their tickets
+(`result(0)`) and decode on while an answer runs (speculation). Where a guide must have the
+answer before it goes on (a row about to finish with names still unverified, a host that cannot
+roll back, a tool call), it waits through `WaitPolicy.wait(tickets, deadline)`:
+
+  * all of a guide's tickets are waited for together, up to one instant (not one deadline each
+    in turn);
+  * that instant is also bounded by a window shared by every row that waits in the same step:
+    the first wait opens it (`budget_s` long; None: the deadline of that wait), and later waits
+    end with it. N rows settling in one step cost the batch one budget, not N deadlines. Once
+    a window has passed, the next one opens at the next step (`new_step()`, called by the
+    engine between steps) — or, for a host that never calls it, once as much time as the
+    window's waits blocked has passed since it ended: analysis waits then take at most half
+    of the wall time.
+
+Thread-safe (one policy per Generator, shared by all its rows). Not here: tickets (base.py),
+the guides' states. Test: tests/test_wait.py.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+
+class WaitPolicy:
+    def __init__(self, budget_s: float | None = None):
+        self.budget_s = budget_s
+        self._lock = threading.Lock()
+        self._window_end = 0.0
+        self._blocked = 0.0          # time waits blocked in the current window
+        self._fresh = True           # a new window may open now
+        self.waited_s = 0.0          # total blocked time (reports)
+        self.waits = 0
+
+    def new_step(self) -> None:
+        with self._lock:
+            if time.perf_counter() >= self._window_end:
+                self._fresh = True
+
+    def until(self, deadline_s: float) -> float:
+        """The perf_counter instant a wait that starts now may last until."""
+        now = time.perf_counter()
+        with self._lock:
+            if now >= self._window_end:
+                if not (self._fresh or now >= self._window_end + self._blocked):
+                    return now               # this step's window has passed
+                self._window_end = now + (self.budget_s if self.budget_s is not None else deadline_s)
+                self._blocked = 0.0
+                self._fresh = False
+            return min(now + deadline_s, self._window_end)
+
+    def wait(self, tickets, deadline_s: float) -> list:
+        """Block until every ticket has its answer or the wait's instant passes; the answers
+        (None for those still running)."""
+        tickets = [t for t in tickets if t is not None]
+        t0 = time.perf_counter()
+        end = self.until(deadline_s)
+        out = []
+        for t in tickets:
+            left = end - time.perf_counter()
+            out.append(t.result(left) if left > 0 else t.result(0))
+        with self._lock:
+            dt = time.perf_counter() - t0
+            self.waited_s += dt
+            self._blocked += dt
+            self.waits += 1
+        return out

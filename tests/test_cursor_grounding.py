@@ -1,0 +1,93 @@
+"""Cursor completions are grounded at `self.` (issue 16's headline bug): the analyzer is asked
+about the real file with the completion spliced in once (`CodeContext.splice`), and the
+prewarm asks about `self.` as a new statement of the body (`CodeContext.probe`), never at the
+cursor's own text (which already ends in `self.`: the old splice asked about
+`self.        self.`, got nothing and cached that under the real question's key)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from groundcode.cli import app
+from groundcode.config import SamplingConfig
+from groundcode.context import cursor_context, function_context
+
+runner = CliRunner()
+
+CART_MEMBERS = {"add", "last", "owner", "registry", "__init__"}
+
+
+@pytest.fixture()
+def repo(tmp_path, shop_repo):
+    dst = tmp_path / "shop"
+    shutil.copytree(shop_repo, dst)
+    return dst
+
+
+def _first_trigger(repo, spec):
+    r = runner.invoke(app, ["complete", f"{repo}/shop/cart.py:{spec}", "--repo", str(repo), "--json",
+                            "--model", "tiny", "--max-new-tokens", "12"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout.strip().splitlines()[-1])
+    return d["triggers"][0]
+
+
+@pytest.mark.parametrize("spec", ["11:13", "7:13"])       # in Cart.add, in Cart.__init__
+def test_complete_at_self_dot_is_constrained_with_the_members_of_cart(repo, spec):
+    # `groundcode complete FILE:LINE:COL --json` with the bundled test model, as a user runs it
+    t = _first_trigger(repo, spec)
+    assert t["receiver"] == "self" and not t["failed_open"], t
+    assert t["candidates"] >= len(CART_MEMBERS)
+    assert t["constrained"] or t["binding"] or t["chosen"] in CART_MEMBERS, t
+
+
+def _scripted(tiny_lm, target):
+    from groundcode.api import Generator
+    from groundcode.config import MonitorConfig
+    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.models.load import LoadedModel
+    from scripted import ScriptedLM, planted
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    lm = LoadedModel(ScriptedLM(tiny_lm, vocab, planted(target)), tiny_lm.tokenizer, "scripted", "cpu",
+                     "float32")
+    return Generator(lm, MonitorConfig(enabled=True))
+
+
+def test_a_non_member_written_at_the_cursor_is_redone_as_a_member(tiny_lm, shop_repo):
+    ctx = cursor_context(shop_repo / "shop" / "cart.py", 11, 13, shop_repo)
+    with _scripted(tiny_lm, "registri.register(item)\n") as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=16))[0][0]
+    t = out.triggers[0]
+    assert t.receiver == "self" and not t.failed_open and t.candidates >= len(CART_MEMBERS)
+    assert out.completion.startswith("registry"), out.completion
+    assert t.chosen == "registry" and (t.constrained or t.rolled_back)
+
+
+def test_probe_is_a_new_statement_of_the_body_not_the_cursor_text(shop_repo):
+    f = shop_repo / "shop" / "cart.py"
+    ctx = cursor_context(f, 11, 13, shop_repo)           # `        self.|registry.register(item)`
+    sp = ctx.probe("self")
+    lines = sp.code.splitlines()
+    assert lines[sp.line - 1] == "        self." and sp.column == len("        self.")
+    assert "self.        self." not in sp.code and sp.code.count("        self.\n") == 1
+    assert lines[sp.line - 2].strip().startswith('"""Add an item')     # inside Cart.add's body
+    # the real question: the text at the cursor, spliced once
+    sp = ctx.splice("")
+    assert sp.code.splitlines()[sp.line - 1][: sp.column] == "        self."
+    # a function context: the probe is the body's first statement
+    fctx = function_context(f, "Cart.last", shop_repo)
+    sp = fctx.probe("self")
+    assert sp.code.splitlines()[sp.line - 1] == "        self."
+    assert sp.code.splitlines()[sp.line - 2].strip() == '"""Return the latest update."""'
+
+
+def test_probe_on_the_header_line_goes_after_it_and_outside_a_function_is_none(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("class A:\n    def f(self, x: int):\n        return 1\n\nimport os\nos.\n")
+    sp = cursor_context(f, 2, len("    def f(self, x: int):"), tmp_path).probe("self")
+    assert sp.code.splitlines()[sp.line - 2] == "    def f(self, x: int):"
+    assert sp.code.splitlines()[sp.line - 1] == "        self."
+    assert cursor_context(f, 6, 3, tmp_path).probe("os") is None

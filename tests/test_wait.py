@@ -1,0 +1,48 @@
+"""The analysis wait policy (analysis/wait.py): a guide's tickets are waited for together, and
+every row that waits in the same step shares one window (the batch pays one budget)."""
+from __future__ import annotations
+
+import time
+
+from groundcode.analysis.wait import WaitPolicy
+
+
+class Never:
+    def __init__(self):
+        self.waited = 0.0
+
+    def result(self, timeout=0):
+        if timeout:
+            time.sleep(timeout)
+            self.waited += timeout
+        return None
+
+
+class Lands:
+    def __init__(self, at):
+        self.at = at
+
+    def result(self, timeout=0):
+        left = self.at - time.perf_counter()
+        if left > 0 and timeout:
+            time.sleep(min(left, timeout))
+        return "answer" if time.perf_counter() >= self.at else None
+
+
+def test_tickets_are_waited_for_together_up_to_one_deadline():
+    p = WaitPolicy()
+    t0 = time.perf_counter()
+    assert p.wait([Never(), Never(), Never()], 0.2) == [None, None, None]
+    assert time.perf_counter() - t0 < 0.35               # not 3 x 0.2
+
+
+def test_rows_of_one_step_share_the_window_and_a_new_step_opens_another():
+    p = WaitPolicy(budget_s=0.2)
+    t0 = time.perf_counter()
+    for _ in range(5):                                    # five rows settle in the same step
+        p.wait([Never()], 2.0)
+    assert time.perf_counter() - t0 < 0.35               # one budget, not 5 x 2 s
+    p.new_step()
+    t1 = time.perf_counter()
+    assert p.wait([Lands(time.perf_counter() + 0.05)], 2.0) == ["answer"]
+    assert time.perf_counter() - t1 < 0.2                 # an answer ends the wait at once
