@@ -34,7 +34,7 @@ def repo(tmp_path_factory) -> Path:
 
 @pytest_lsp.fixture(
     config=ClientServerConfig(server_command=[sys.executable, "-m", "groundcode", "lsp", "--model", "tiny",
-                                              "--debounce-ms", "200", "--max-new-tokens", "24",
+                                              "--debounce-ms", "200", "--max-new-tokens", "24", "--deadline", "60",
                                               "--log-level", "INFO"]),
     params=list(CLIENTS), scope="module")
 async def client(lsp_client: LanguageClient, request, repo):
