@@ -120,3 +120,31 @@ def test_debounce_starts_one_request_for_a_burst_and_reads_the_unsaved_buffer(tm
     ctx = sess.streams[0].request.context
     assert ctx.before.endswith("    def total(self): return self.")   # the buffer, not the disk
     assert path.read_text() == on_disk
+
+
+def test_bad_flags_are_one_line_errors_before_any_model_loads():
+    from typer.testing import CliRunner
+
+    from groundcode.cli import app
+    runner = CliRunner()
+    for args, message in [(["--stop", "word"], "--stop must be auto, line, statement or block"),
+                          (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
+                          (["--debounce-ms", "-5"], "--debounce-ms must be >= 0"),
+                          (["--deadline", "0"], "--deadline must be > 0"),
+                          (["--workspace", "/no/such/dir"], "is not a directory"),
+                          (["--log-level", "loud"], "--log-level must be")]:
+        r = runner.invoke(app, ["lsp", "--model", "/no/such/model", *args])
+        assert r.exit_code == 2 and message in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1
+
+
+def test_a_model_that_cannot_load_is_each_request_s_error(tmp_path):
+    from groundcode.errors import GroundcodeError
+
+    def load():
+        raise GroundcodeError("model not found: nope")
+    repo = tmp_path / "shop"
+    shutil.copytree(FIXTURE, repo)
+    c = Completer(load, [repo], debounce_s=0)
+    with pytest.raises(GroundcodeError, match="model not found: nope"):
+        asyncio.run(c.complete(repo / "shop" / "cart.py", 0, 0))

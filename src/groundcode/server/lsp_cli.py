@@ -34,15 +34,35 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             no_monitor: bool = typer.Option(False, "--no-monitor", help="plain decoding (no grounding)"),
             log_level: str = typer.Option("WARNING", "--log-level", help="stderr logging")) -> None:
     """Serve completions to an editor over the Language Server Protocol (stdio)."""
-    from ..cli import _quiet_libraries
-    from ..config import MonitorConfig
+    from ..cli import _quiet_libraries, error
     from ..errors import GroundcodeError
     _quiet_libraries()
-    logging.basicConfig(level=log_level.upper(), format="groundcode-lsp %(levelname)s %(message)s")
+    try:
+        level = getattr(logging, log_level.upper(), None)
+        if not isinstance(level, int):
+            raise GroundcodeError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
+        logging.basicConfig(level=level, format="groundcode-lsp %(levelname)s %(message)s")
+        completer, serve_stdio = _prepare(model, workspace, device, dtype, max_new_tokens, stop,
+                                          debounce_ms, deadline, python, no_monitor)
+    except GroundcodeError as exc:
+        error(str(exc))
+        raise typer.Exit(2)
+    serve_stdio(completer)
+
+
+def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms, deadline, python,
+             no_monitor):
+    """Check the flags (one-line errors) and start loading the model: (Completer, serve)."""
+    from ..config import MonitorConfig
+    from ..errors import GroundcodeError
     if max_new_tokens < 1:
         raise GroundcodeError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
     if deadline <= 0:
         raise GroundcodeError(f"--deadline must be > 0 seconds, got {deadline}")
+    if debounce_ms < 0:
+        raise GroundcodeError(f"--debounce-ms must be >= 0, got {debounce_ms}")
+    if stop not in ("auto", "line", "statement", "block"):
+        raise GroundcodeError(f"--stop must be auto, line, statement or block, got {stop!r}")
     for w in workspace:
         if not w.is_dir():
             raise GroundcodeError(f"--workspace {w} is not a directory")
@@ -58,4 +78,4 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
 
     completer = Completer(load, workspace, max_new_tokens=max_new_tokens, debounce_s=debounce_ms / 1000,
                           deadline_s=deadline, stop=stop, python=python)
-    serve_stdio(completer)
+    return completer, serve_stdio

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import itertools
+import logging
 import re
 import threading
 from dataclasses import dataclass, field
@@ -72,7 +73,8 @@ class Completer:
     def _load(self, load) -> None:
         try:
             self._ready.set_result(load())
-        except BaseException as exc:   # a missing model is the first request's error
+        except BaseException as exc:   # a missing model is each request's error, and logged
+            logging.getLogger("groundcode.lsp").error("could not load the model: %s", exc)
             self._ready.set_exception(exc)
 
     def generator(self, timeout: float | None = None):
