@@ -148,3 +148,18 @@ def test_a_model_that_cannot_load_is_each_request_s_error(tmp_path):
     c = Completer(load, [repo], debounce_s=0)
     with pytest.raises(GroundcodeError, match="model not found: nope"):
         asyncio.run(c.complete(repo / "shop" / "cart.py", 0, 0))
+
+
+def test_workspace_folders_are_the_analyzer_roots(tmp_path):
+    c, sess, repo = _completer(tmp_path, answer="x\n")
+    other = tmp_path / "other"
+    (other / "pkg").mkdir(parents=True)
+    (other / "pkg" / "mod.py").write_text("class A:\n    def f(self):\n        return self.\n")
+    c.set_roots([repo, other])                      # initialize / didChangeWorkspaceFolders
+    asyncio.run(c.complete(other / "pkg" / "mod.py", 2, len("        return self.")))
+    asyncio.run(c.complete(repo / "shop" / "cart.py", 0, 0))
+    assert [s.request.context.repo for s in sess.streams] == [other.resolve(), repo.resolve()]
+    c.set_roots([repo])                             # a folder removed: a file there gets its
+    asyncio.run(c.complete(other / "pkg" / "mod.py", 2, 10))   # repository as a root again
+    assert sess.streams[-1].request.context.repo == (other / "pkg").resolve()   # no package, no marker
+    assert c.roots == [repo.resolve(), (other / "pkg").resolve()]

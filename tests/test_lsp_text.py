@@ -71,3 +71,9 @@ def test_grounded_and_title():
                      "failed_open": False, "reason": None, "analysis_ms": 3.0}]
     assert title(info) == "groundcode: grounded self.registry"
     assert title([]) == "groundcode: no member access"
+    # the model's own pick, confirmed by the analyzer, counts as grounded; a receiver the
+    # analyzer could not resolve is named as such
+    free = dict(info[0], receiver="self.owner", chosen="get", constrained=False, failed_open=True,
+                reason="empty")
+    ok = dict(info[0], chosen="owner", constrained=False)
+    assert title([ok, free]) == "groundcode: grounded self.owner; unresolved self.owner: empty"

@@ -145,6 +145,8 @@ class Completer:
             first = path not in self._buffers
             self._buffers[path] = text
             self._ws_call("open" if first else "change", path, text)
+        if first:
+            self._prewarm(path, text)
 
     def close(self, path) -> None:
         path = Path(path).resolve()
@@ -172,7 +174,10 @@ class Completer:
             try:
                 with self._lock:
                     ctx = self._ensure(path).cursor(path, 1, 0)
-                gen.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
+                if hasattr(gen, "prewarm"):     # the generator's own (analyzer + mask kernel)
+                    gen.prewarm(ctx)
+                else:
+                    gen.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
             except Exception:      # a warm-up only: the request will say what is wrong
                 pass
         self._ready.add_done_callback(go)

@@ -141,10 +141,10 @@ def grounded(gen) -> list[dict]:
 
 
 def title(info: list[dict]) -> str:
-    """One line for the editor: `groundcode: self.registry` or why nothing was grounded."""
-    names = [f"{g['receiver']}.{g['chosen']}" for g in info if g["constrained"] and g["chosen"]]
-    if names:
-        return "groundcode: grounded " + ", ".join(names)
-    if info:
-        return "groundcode: not grounded (" + (info[0]["reason"] or "left free") + ")"
-    return "groundcode: no member access"
+    """One line for the editor: the names the analyzer confirmed or chose (`grounded
+    self.registry`), and the receivers it could not resolve (`unresolved self.owner: empty`)."""
+    names = [f"{g['receiver']}.{g['chosen']}" for g in info if g["chosen"] and not g["failed_open"]]
+    loose = [f"{g['receiver']}: {g['reason'] or 'left free'}" for g in info if g["failed_open"]]
+    parts = (["grounded " + ", ".join(names)] if names else []) + \
+            (["unresolved " + ", ".join(loose)] if loose else [])
+    return "groundcode: " + ("; ".join(parts) if parts else "no member access")
