@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-pytest_lsp = pytest.importorskip("pytest_lsp")   # in the dev extra; CI installs it
-from lsprotocol import types as T  # noqa: E402
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+import pytest_lsp  # the dev extra (CI installs it)
+from lsprotocol import types as T
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 FIXTURE = Path(__file__).parent / "fixtures" / "shop"
 CART_MEMBERS = {"owner", "registry", "add", "last", "total"}
