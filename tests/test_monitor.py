@@ -85,3 +85,22 @@ def test_plain_and_monitored_identical_without_triggers(tiny_lm, shop_repo):
     a = _run(_gen(tiny_lm, rules, False), ctx)
     b = _run(_gen(tiny_lm, rules, True), ctx)
     assert a.completion == b.completion == "        x = 1 + 2\n        return x\n"
+
+
+@pytest.mark.parametrize("speculate", [False, True])
+def test_a_cursor_inside_a_line_after_self_dot_is_constrained(tiny_lm, shop_repo, speculate):
+    # An editor's cursor sits inside a line (`return self.|`). The monitor's background
+    # prefetch of `self`'s members once put its probe on that same line (`return self.
+    # self.`), Jedi answered nothing, and the empty answer was cached under the key the real
+    # trigger reads: the trigger failed open. The probe now gets a line of its own.
+    # This model writes EOS right after the dot: waiting for the answer (speculate=False) the
+    # mask refuses it; speculating, the owed answer rolls the empty name back when the row ends.
+    from groundcode.api import cursor_context
+    ctx = cursor_context(shop_repo / "shop" / "cart.py", 12, len("        return self."), shop_repo)
+    gen = Generator(tiny_lm, MonitorConfig(deadline_s=60, speculate=speculate))
+    with gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=6, stop="line"))[0][0]
+    first = out.triggers[0]
+    assert first.receiver == "self" and first.constrained and not first.failed_open, (out, first)
+    assert first.chosen in {"owner", "registry", "add", "last"}
+    assert out.completion.startswith(first.chosen)

@@ -8,6 +8,7 @@ calls one library function; user errors print one line (exit 2), never a traceba
     groundcode augment SOURCE... --out aug.jsonl       (ToolGen's <COMP> augmentation, training/)
     groundcode corpus ... / train ... / bench ... / index ...  (sub-apps of training/,
                                                       evaluation/, retrieval/)
+    groundcode lsp [--model ID] [--workspace DIR]      (language server on stdio: server/lsp_cli.py)
 """
 from __future__ import annotations
 
@@ -310,6 +311,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 _mount_subapps()
+from .server.lsp_cli import lsp_cmd  # noqa: E402  (typer only; pygls is imported when it runs)
+app.command("lsp")(lsp_cmd)
 
 
 def main() -> None:

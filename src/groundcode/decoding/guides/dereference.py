@@ -343,7 +343,10 @@ class DereferenceMonitor(Guide):
         """NARROW (verify-first hosts): a token that does not fit is resampled under the mask.
         WAIT: a free token containing a dot: if the dot is code, analyse and verify the name."""
         if self.state == NARROW and self.verify_first:
-            if self.nar.accepts(row.vocab.texts[token]):
+            t = row.vocab.texts[token]
+            # A token without text (EOS, a stop id) ends the row: only after a whole name
+            # (`accepts("")` holds for any prefix, and `return self.` + EOS is no code).
+            if (t or self.nar.fits(self.nar.typed)) and self.nar.accepts(t):
                 return None
             ids = self.nar.allowed()
             if not len(ids):
@@ -563,8 +566,10 @@ class DereferenceMonitor(Guide):
             self.ticket = None
             if a is None:
                 self.record.reason = "timeout"
+            # the row ends here, so the name is as long as it gets: it must be a whole member
+            # (`return self.` + EOS, or a name cut short, is rolled back and redone)
             elif self._answered(row, self.record, a) and not (
-                    self.record.binding or self.nar.fits(self.spec_typed, complete=self.spec_done)):
+                    self.record.binding or self.nar.fits(self.spec_typed, complete=True)):
                 return self._redo_under_mask(row)
             self.state = WAIT
         if self.late:

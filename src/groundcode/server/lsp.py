@@ -1,0 +1,162 @@
+"""`groundcode lsp`: a language server over stdio (pygls 2.x; the only module that imports pygls
+and lsprotocol) whose completions are grounded in the editor's unsaved buffers.
+
+    textDocument/inlineCompletion  one item: insertText at the cursor, its range (one line),
+                                   and a command `groundcode.grounded` whose argument says which
+                                   identifiers the analyzer chose (executing it does nothing)
+    textDocument/completion        the same text as one CompletionItem (clients without inline
+                                   completion); `data`/`detail` carry the grounded names
+    didOpen/didChange/didClose     the Workspace's buffer overlay (the analyzer reads these)
+    workspace folders              the analyzer roots (initialize, didChangeWorkspaceFolders)
+    $/cancelRequest, a newer request on the same document: the older one's rows stop
+
+`inlineCompletionProvider` is declared statically: clients older than LSP 3.18 (Neovim 0.7-0.11)
+send the request without advertising the capability. Positions use the encoding negotiated at
+initialize (UTF-16 unless the client prefers UTF-8/32). Logs go to stderr; stdout carries only
+the protocol (fd 1 is moved to stderr, so no library or worker can write into it).
+
+Not here: requests, debounce and cancellation (lsp_completer.py), text rules (lsp_text.py).
+Tested by tests/test_lsp_server.py (pytest-lsp with Neovim's and VS Code's captured client
+capabilities) and tests/test_lsp_nvim.py (a real headless Neovim).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from lsprotocol import types as T
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from ..errors import GroundcodeError
+from . import lsp_text
+from .lsp_completer import Answer, Completer
+
+log = logging.getLogger("groundcode.lsp")
+COMMAND = "groundcode.grounded"
+
+
+def _encoding(ls: LanguageServer) -> str:
+    enc = getattr(ls.workspace, "position_encoding", None) or "utf-16"
+    return str(getattr(enc, "value", enc))
+
+
+def _path(uri: str):
+    return to_fs_path(uri) if uri.startswith("file:") else None
+
+
+def _range(ls, a: Answer, start_index: int) -> T.Range:
+    enc = _encoding(ls)
+    return T.Range(T.Position(a.line, lsp_text.from_index(a.line_text, start_index, enc)),
+                   T.Position(a.line, lsp_text.from_index(a.line_text, a.index, enc)))
+
+
+def _info(a: Answer) -> dict:
+    return {"grounded": a.grounded, "finish_reason": a.finish_reason, "stop": a.stop,
+            "timings": a.timings}
+
+
+def build(completer: Completer) -> LanguageServer:
+    ls = LanguageServer("groundcode", __version__,
+                        text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
+
+    def folders(params) -> list:
+        uris = [f.uri for f in (params.workspace_folders or [])]
+        if not uris and params.root_uri:
+            uris = [params.root_uri]
+        return [p for p in (_path(u) for u in uris) if p]
+
+    @ls.feature(T.INITIALIZE)
+    def initialize(params: T.InitializeParams):
+        roots = folders(params)
+        if roots:
+            completer.set_roots(completer.roots + roots)
+
+    @ls.feature(T.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def folders_changed(params: T.DidChangeWorkspaceFoldersParams):
+        gone = {_path(f.uri) for f in params.event.removed or ()}
+        new = [p for p in (_path(f.uri) for f in params.event.added or ()) if p]
+        completer.set_roots([r for r in completer.roots if str(r) not in gone] + new)
+
+    def sync(uri: str) -> None:
+        path = _path(uri)
+        if path is not None:
+            completer.change(path, ls.workspace.get_text_document(uri).source)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: T.DidOpenTextDocumentParams):
+        path = _path(params.text_document.uri)
+        if path is not None:
+            completer.open(path, params.text_document.text)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: T.DidChangeTextDocumentParams):
+        sync(params.text_document.uri)     # pygls applied the (incremental) changes already
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: T.DidCloseTextDocumentParams):
+        path = _path(params.text_document.uri)
+        if path is not None:
+            completer.close(path)
+
+    async def answer(params) -> Answer | None:
+        path = _path(params.text_document.uri)
+        if path is None:
+            return None
+        try:
+            return await completer.complete(path, params.position.line, params.position.character,
+                                            _encoding(ls))
+        except GroundcodeError as exc:
+            log.warning("%s", exc)
+            raise JsonRpcInvalidParams(str(exc)) from None
+
+    @ls.feature(T.TEXT_DOCUMENT_INLINE_COMPLETION, T.InlineCompletionOptions())
+    async def inline_completion(params: T.InlineCompletionParams):
+        a = await answer(params)
+        if a is None or not a.text:
+            return T.InlineCompletionList(items=[])
+        info = _info(a)
+        item = T.InlineCompletionItem(
+            insert_text=a.text, range=_range(ls, a, a.index),
+            command=T.Command(title=lsp_text.title(a.grounded), command=COMMAND, arguments=[info]))
+        return T.InlineCompletionList(items=[item])
+
+    @ls.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=["."]))
+    async def completion(params: T.CompletionParams):
+        a = await answer(params)
+        if a is None or not a.text:
+            return T.CompletionList(is_incomplete=True, items=[])
+        # The item replaces the identifier being typed, so clients filter on the whole name.
+        word = a.line_text[a.word_start: a.index]
+        text = word + a.text
+        item = T.CompletionItem(
+            label=text.split("\n", 1)[0].strip() or text.strip(), kind=T.CompletionItemKind.Text,
+            filter_text=text, sort_text="0", detail=lsp_text.title(a.grounded),
+            text_edit=T.TextEdit(_range(ls, a, a.word_start), text),
+            insert_text_format=T.InsertTextFormat.PlainText, data=_info(a))
+        return T.CompletionList(is_incomplete=True, items=[item])
+
+    @ls.command(COMMAND)
+    def grounded_command(*args):
+        return None                 # informational: the argument is the item's grounding
+
+    @ls.feature(T.SHUTDOWN)
+    def shutdown(*args):
+        completer.close_all()
+
+    return ls
+
+
+def serve_stdio(completer: Completer) -> None:
+    """Run the server on this process's stdin/stdout until the client says exit."""
+    proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)                   # stray prints (libraries, spawned workers) go to stderr
+    sys.stdout = sys.stderr
+    ls = build(completer)
+    try:
+        ls.start_io(sys.stdin.buffer, proto_out)
+    finally:
+        completer.close_all()

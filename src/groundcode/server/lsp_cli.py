@@ -1,0 +1,81 @@
+"""The `groundcode lsp` command (typer): flags into a Completer, then the stdio server. pygls is
+imported only when the command runs (server/lsp.py).
+
+    groundcode lsp [--model tiny] [--workspace DIR ...] [--max-new-tokens 64] [--debounce-ms 50]
+                   [--stop auto|statement|line|block] [--no-monitor]
+
+Tested by tests/test_lsp_server.py and tests/test_lsp_nvim.py (which start it as a process).
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="registry name, tiny, a "
+                                                "local path or an HF id (default: smollm2-135m once pulled)"),
+            workspace: List[Path] = typer.Option([], "--workspace", "-w", help="analyzer root "
+                                                 "(repeatable; the editor's workspace folders are added)"),
+            device: Optional[str] = typer.Option(None, help="cpu, cuda, ..."),
+            dtype: Optional[str] = typer.Option(None, help="float32, bfloat16, float16"),
+            max_new_tokens: int = typer.Option(64, "--max-new-tokens", "-n", help="cap per completion; "
+                                               "a completion normally ends at its line, statement or block"),
+            stop: str = typer.Option("auto", "--stop", help="auto: a block after a ':' that opens one, "
+                                     "else the statement; or line, statement, block"),
+            debounce_ms: float = typer.Option(50.0, "--debounce-ms", help="wait this long before "
+                                              "starting a request (a newer one on the document replaces it)"),
+            deadline: float = typer.Option(10.0, "--deadline", help="seconds per request before it ends"),
+            python: Optional[Path] = typer.Option(None, "--python", help="the interpreter whose "
+                                                  "installed libraries the analyzer sees (default: "
+                                                  "the workspace's .venv, else this one)"),
+            no_monitor: bool = typer.Option(False, "--no-monitor", help="plain decoding (no grounding)"),
+            log_level: str = typer.Option("WARNING", "--log-level", help="stderr logging")) -> None:
+    """Serve completions to an editor over the Language Server Protocol (stdio)."""
+    from ..cli import _quiet_libraries, error
+    from ..errors import GroundcodeError
+    _quiet_libraries()
+    try:
+        level = getattr(logging, log_level.upper(), None)
+        if not isinstance(level, int):
+            raise GroundcodeError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
+        logging.basicConfig(level=level, format="groundcode-lsp %(levelname)s %(message)s")
+        completer, serve_stdio = _prepare(model, workspace, device, dtype, max_new_tokens, stop,
+                                          debounce_ms, deadline, python, no_monitor)
+    except GroundcodeError as exc:
+        error(str(exc))
+        raise typer.Exit(2)
+    serve_stdio(completer)
+
+
+def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms, deadline, python,
+             no_monitor):
+    """Check the flags (one-line errors) and start loading the model: (Completer, serve)."""
+    from ..config import MonitorConfig
+    from ..errors import GroundcodeError
+    if max_new_tokens < 1:
+        raise GroundcodeError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+    if deadline <= 0:
+        raise GroundcodeError(f"--deadline must be > 0 seconds, got {deadline}")
+    if debounce_ms < 0:
+        raise GroundcodeError(f"--debounce-ms must be >= 0, got {debounce_ms}")
+    if stop not in ("auto", "line", "statement", "block"):
+        raise GroundcodeError(f"--stop must be auto, line, statement or block, got {stop!r}")
+    for w in workspace:
+        if not w.is_dir():
+            raise GroundcodeError(f"--workspace {w} is not a directory")
+    try:
+        from .lsp import serve_stdio
+    except ImportError as exc:
+        raise GroundcodeError(f"groundcode lsp needs pygls: pip install 'groundcode[lsp]' ({exc})") from None
+    from .lsp_completer import Completer
+
+    def load():
+        from ..api import Generator
+        return Generator(model, MonitorConfig(enabled=not no_monitor), device=device, dtype=dtype)
+
+    completer = Completer(load, workspace, max_new_tokens=max_new_tokens, debounce_s=debounce_ms / 1000,
+                          deadline_s=deadline, stop=stop, python=python)
+    return completer, serve_stdio

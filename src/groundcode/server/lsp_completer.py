@@ -1,0 +1,253 @@
+"""The LSP server's engine side, free of any LSP library: editor buffers into a Workspace,
+completion requests into Session requests, one live request per document.
+
+    c = Completer(load=lambda: Generator("tiny"), roots=[repo], debounce_s=0.05)
+    c.set_roots([...])                         # the editor's workspace folders
+    c.open(path, text) / c.change(path, text) / c.close(path)   # the buffer overlay
+    ans = await c.complete(path, line0, character, "utf-16")    # Answer, or None (superseded)
+    c.close_all()
+
+A newer request on the same document cancels the older one (its Session stream is cancelled,
+waits included) and the older one answers None; a request cancelled by the client
+($/cancelRequest: its asyncio task is cancelled) cancels its stream too. Requests wait
+`debounce_s` before starting, so a burst of keystrokes starts one generation. The model loads
+in a thread at start; the first request waits for it.
+
+Not here: the protocol and its types (lsp.py), text rules (lsp_text.py), decoding (session.py).
+Tested by tests/test_lsp_server.py (through pygls and pytest-lsp) and tests/test_lsp_nvim.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import itertools
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import SamplingConfig
+from ..errors import GroundcodeError
+from . import lsp_text
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")   # LSP's line breaks (str.splitlines knows more)
+
+
+@dataclass
+class Answer:
+    text: str                     # what to insert at the cursor ("" = nothing worth showing)
+    line: int                     # 0-based line of the cursor
+    index: int                    # Python index of the cursor in that line
+    word_start: int               # Python index where the identifier at the cursor starts
+    line_text: str                # the line (no break)
+    grounded: list = field(default_factory=list)   # lsp_text.grounded(generation)
+    finish_reason: str = ""
+    stop: str = ""                # the boundary asked for: statement | block | line
+    timings: dict = field(default_factory=dict)
+
+
+class Completer:
+    def __init__(self, load, roots=(), *, max_new_tokens: int = 64, debounce_s: float = 0.05,
+                 deadline_s: float | None = 10.0, stop: str = "auto", python=None):
+        if stop not in ("auto", "line", "statement", "block"):
+            raise GroundcodeError(f"stop must be auto, line, statement or block, got {stop!r}")
+        if debounce_s < 0:
+            raise GroundcodeError(f"debounce must be >= 0, got {debounce_s}")
+        self.max_new_tokens, self.debounce_s, self.deadline_s, self.stop = \
+            max_new_tokens, debounce_s, deadline_s, stop
+        self.python = python              # the environment Jedi sees (Workspace(python=))
+        self._roots: list[Path] = []
+        self._buffers: dict[Path, str] = {}
+        self._ws = None
+        self._seq = itertools.count(1)
+        self._latest: dict[Path, int] = {}      # document -> the newest request's number
+        self._live: dict[Path, object] = {}     # document -> its running Session stream
+        self._lock = threading.Lock()
+        self._ready: cf.Future = cf.Future()
+        threading.Thread(target=self._load, args=(load,), name="groundcode-lsp-load",
+                         daemon=True).start()
+        self.set_roots(roots)
+
+    # -- the model ----------------------------------------------------------------------------
+    def _load(self, load) -> None:
+        try:
+            self._ready.set_result(load())
+        except BaseException as exc:   # a missing model is each request's error, and logged
+            logging.getLogger("groundcode.lsp").error("could not load the model: %s", exc)
+            self._ready.set_exception(exc)
+
+    def generator(self, timeout: float | None = None):
+        """The Generator once loaded (GroundcodeError if loading failed)."""
+        try:
+            return self._ready.result(timeout)
+        except GroundcodeError:
+            raise
+        except cf.TimeoutError:
+            raise GroundcodeError("the model is still loading") from None
+        except Exception as exc:
+            raise GroundcodeError(f"could not load the model: {exc}".splitlines()[0]) from None
+
+    # -- workspace and buffers ----------------------------------------------------------------
+    @property
+    def roots(self) -> list[Path]:
+        return list(self._roots)
+
+    def set_roots(self, roots) -> None:
+        """The analyzer roots (the editor's workspace folders); open buffers carry over."""
+        from ..workspace import Workspace
+        uniq: list[Path] = []
+        for r in roots:
+            p = Path(r).resolve()
+            if p.is_dir() and p not in uniq:
+                uniq.append(p)
+        with self._lock:
+            self._roots = uniq
+            self._ws = Workspace(uniq, self.python) if uniq else None
+            for path, text in self._buffers.items():
+                self._ws_call("open", path, text)
+
+    def _ensure(self, path: Path):
+        """The workspace, with a root around `path`: a file outside every root gets its
+        repository as one (an editor may open any file; the analyzer needs a project)."""
+        if self._ws is not None:
+            try:
+                self._ws.resolve(path)
+                return self._ws
+            except GroundcodeError:
+                pass
+        from ..repo import find_repo_root
+        from ..workspace import Workspace
+        self._roots.append(Path(find_repo_root(path)).resolve())
+        self._ws = Workspace(self._roots, self.python)
+        for p, t in self._buffers.items():
+            if p != path:
+                self._ws.open(p, t)
+        return self._ws
+
+    def _ws_call(self, what: str, path: Path, text: str | None = None) -> None:
+        ws = self._ensure(path)
+        if what == "close":
+            ws.close(path)
+        else:
+            getattr(ws, what)(path, text)
+
+    def open(self, path, text: str) -> None:
+        path = Path(path).resolve()
+        with self._lock:
+            self._buffers[path] = text
+            self._ws_call("open", path, text)
+        self._prewarm(path, text)
+
+    def change(self, path, text: str) -> None:
+        path = Path(path).resolve()
+        with self._lock:
+            first = path not in self._buffers
+            self._buffers[path] = text
+            self._ws_call("open" if first else "change", path, text)
+        if first:
+            self._prewarm(path, text)
+
+    def close(self, path) -> None:
+        path = Path(path).resolve()
+        with self._lock:
+            if self._buffers.pop(path, None) is not None:
+                self._ws_call("close", path)
+            stream = self._live.pop(path, None)
+        if stream is not None:
+            stream.cancel()
+
+    def text(self, path) -> str:
+        """The buffer if the editor opened it, else the file on disk."""
+        path = Path(path).resolve()
+        with self._lock:
+            return self._ensure(path).text(path)
+
+    def _prewarm(self, path: Path, text: str) -> None:
+        """Jedi's cold start (0.3-2 s) happens when a file opens, not in the first request."""
+        def go(fut):
+            if fut.exception() is not None:
+                return
+            gen = fut.result()
+            if not (gen.monitor.enabled or gen.tools.enabled):
+                return
+            try:
+                with self._lock:
+                    ctx = self._ensure(path).cursor(path, 1, 0)
+                if hasattr(gen, "prewarm"):     # the generator's own (analyzer + mask kernel)
+                    gen.prewarm(ctx)
+                else:
+                    gen.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
+            except Exception:      # a warm-up only: the request will say what is wrong
+                pass
+        self._ready.add_done_callback(go)
+
+    # -- requests -----------------------------------------------------------------------------
+    async def complete(self, path, line: int, character: int, encoding: str = "utf-16") -> Answer | None:
+        """A completion at LSP position (line, character) of `path`'s buffer; None when a newer
+        request on the document superseded this one, or the client cancelled it."""
+        from ..session import Request
+        path = Path(path).resolve()
+        seq = next(self._seq)
+        with self._lock:
+            self._latest[path] = seq
+            older = self._live.pop(path, None)
+        if older is not None:
+            older.cancel()
+        if self.debounce_s:
+            await asyncio.sleep(self.debounce_s)
+            if self._latest.get(path) != seq:
+                return None
+        while not self._ready.done():     # the model is loading (polled: a cancelled wait
+            await asyncio.sleep(0.05)     # must not cancel the load's future)
+        gen = self.generator()
+        if self._latest.get(path) != seq:
+            return None
+        text = self.text(path)
+        lines = _LINE_BREAK.split(text)
+        if not 0 <= line < len(lines):
+            raise GroundcodeError(f"{path.name}: line {line} is outside the buffer (0..{len(lines) - 1}, 0-based)")
+        cur = lines[line]
+        index = lsp_text.to_index(cur, character, encoding)
+        head = cur[:index]
+        stop = lsp_text.stop_for(head) if self.stop == "auto" else self.stop
+        with self._lock:
+            ctx = self._ensure(path).cursor(path, line + 1, index)
+        req = Request(context=ctx, sampling=SamplingConfig(max_new_tokens=self.max_new_tokens, stop=stop),
+                      deadline_s=self.deadline_s)
+        stream = gen.session.submit(req)
+        with self._lock:
+            if self._latest.get(path) != seq:       # superseded while this one set up
+                stream.cancel()
+                return None
+            self._live[path] = stream
+        result = None
+        try:
+            async for u in stream.aiter():
+                if u.kind == "done":
+                    result = u.result
+                elif u.kind == "error":
+                    raise GroundcodeError(u.error)
+        finally:
+            with self._lock:
+                if self._live.get(path) is stream:
+                    del self._live[path]
+            if not stream.closed:
+                stream.cancel()          # the client cancelled this task ($/cancelRequest)
+        if result is None or self._latest.get(path) != seq or result.finish_reason == "cancelled":
+            return None
+        info = lsp_text.grounded(result)
+        chosen = [g["chosen"] for g in info if g["chosen"]]
+        insert = lsp_text.shape(result.completion, result.finish_reason, cur[index:], chosen, head)
+        m = re.search(r"[A-Za-z_0-9]*$", head)
+        return Answer(insert, line, index, m.start(), cur, info, result.finish_reason, stop,
+                      dict(getattr(result, "timings", {}) or {}))
+
+    def close_all(self) -> None:
+        with self._lock:
+            live = list(self._live.values())
+            self._live.clear()
+        for s in live:
+            s.cancel()
+        if self._ready.done() and self._ready.exception() is None:
+            self._ready.result().close()
