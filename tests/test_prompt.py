@@ -188,3 +188,20 @@ def test_completion_text_is_decoded_by_the_tokenizer(tiny_lm):
     assert out.tokens == ids and out.completion == text
     assert "".join(e.text for e in events if e.kind == TOKEN) == text   # streamed: same text
     assert np.all([e.text != "\ufffd" for e in events if e.kind == TOKEN])
+
+
+def test_a_truncated_prefix_keeps_its_first_line_while_the_text_grows_a_little(tiny_lm):
+    # the next keystroke must find the earlier prompt as its prefix (the session's prefix cache)
+    from groundcode.config import PromptConfig
+    from groundcode.context import CodeContext
+    from groundcode.decoding.prompt import PromptBuilder
+    b = PromptBuilder(tiny_lm.tokenizer, 4096, PromptConfig(heal=False, max_prompt_tokens=400))
+    body = "".join(f"    value_{k} = compute(value_{k - 1}, {k})\n" for k in range(1, 200))
+    base = "def f():\n" + body + "    total = value_1"
+    prompts = [b.build(CodeContext(path="m.py", repo=".", before=base + "9" * k), 16).ids
+               for k in range(0, 12)]
+    assert all(len(p) <= 400 - 16 for p in prompts)
+    firsts = {tiny_lm.tokenizer.decode(p[:8]) for p in prompts}
+    assert len(firsts) <= 2                           # the start moved at most once
+    same = sum(q[: len(p) - 3] == p[: len(p) - 3] for p, q in zip(prompts, prompts[1:]))
+    assert same >= len(prompts) - 2                   # consecutive prompts share all but the end

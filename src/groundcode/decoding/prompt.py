@@ -104,13 +104,23 @@ class PromptBuilder:
         except (NotImplementedError, ValueError):   # slow tokenizers have no offsets
             return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]), None
 
+    TAIL_STEP = 128     # the prefix's start moves in steps of this many tokens (see _tail)
+
     def _tail(self, text: str, budget: int) -> tuple[list[int], bool]:
-        """Token ids of the end of `text` within `budget`, starting at a line start if possible."""
+        """Token ids of the end of `text` within `budget`, starting at a line start if possible.
+
+        The cut is rounded up to a multiple of TAIL_STEP tokens of overflow, so that a text that
+        grows by a few tokens at its end (the next keystroke) keeps the same first line — and
+        the session's prefix cache can reuse the whole earlier prompt — until the overflow
+        crosses the next step (then the prompt is up to TAIL_STEP tokens shorter than the
+        budget allows)."""
         ids, offs = self._enc(text)
         if len(ids) <= budget:
             return ids, False
         if offs:
-            c = offs[len(ids) - budget][0]
+            over = len(ids) - budget
+            step = self.TAIL_STEP if budget > 2 * self.TAIL_STEP else 1
+            c = offs[min(len(ids) - 1, -(-over // step) * step)][0]
             nl = text.find("\n", c)
             if nl >= 0:
                 ids = self._enc(text[nl + 1:])[0]
