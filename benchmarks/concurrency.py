@@ -14,6 +14,9 @@ gain), p50/p95 request latency (submit to done) in both modes, errors, generated
 the process's resident memory before the level and after it. Next keystroke: for cursor sites
 at column c, the request at c+1 (one more character typed) after the one at c, with the prefix
 cache on, against the c+1 request cold; the median latency ratio.
+Prompts are capped at `--max-prompt-tokens` (1,024: what Continue sends) so that a CPU run ends;
+the keystroke sites are the fixture's and (when built) standing dereference tasks' real files,
+whose capped prompts are long enough for the prefill to matter.
 Writes benchmarks/results/concurrency.json (or --out) and prints a table. CPU by default.
 """
 from __future__ import annotations
@@ -48,13 +51,15 @@ def contexts(tasks_path: Path, per_kind: int) -> tuple[list, list]:
             cursor_context(cart, 7, 13, SHOP), function_context(cart, "Cart.last", SHOP),
             cursor_context(reg, 9, 13, SHOP), function_context(reg, "Registry.register", SHOP),
             cursor_context(reg, 14, 15, SHOP), function_context(reg, "Registry.latest_update", SHOP)]
-    sites = [(cart, 11, 13), (cart, 7, 13), (reg, 9, 13), (reg, 14, 15)]
+    sites = [(cart, 11, 13, SHOP), (cart, 7, 13, SHOP), (reg, 9, 13, SHOP), (reg, 14, 15, SHOP)]
     if tasks_path.exists():
         from groundcode.evaluation.harness import context_for, select
         from groundcode.jsonl import read_jsonl
         try:
             tasks = select(list(read_jsonl(tasks_path)), limit=per_kind, kinds=("function", "dereference"))
             ctxs += [context_for(t) for t in tasks]
+            sites += [(Path(t["repo_dir"]) / t["path"], t["line"], t["col"], Path(t["repo_dir"]))
+                      for t in tasks if t["kind"] == "dereference"][:4]
         except Exception as exc:        # a stale task file: the fixture contexts still run
             print(f"standing tasks skipped: {exc}", file=sys.stderr)
     return ctxs, sites
@@ -124,8 +129,9 @@ def keystroke(gen, sites, max_new: int) -> dict:
     from groundcode.session import Session
     s = SamplingConfig(max_new_tokens=max_new)
     rows = []
-    for path, line, col in sites:
-        a, b = cursor_context(path, line, col, SHOP), cursor_context(path, line, col + 1, SHOP)
+    for path, line, col, repo in sites:
+        # the cursor one character further on: the character the file has there is typed
+        a, b = cursor_context(path, line, col, repo), cursor_context(path, line, col + 1, repo)
         cold = Session(gen, prefix_cache_bytes=0)
         gc_ = cold.submit(gen.request(b, s)).result(600)[0]
         cold.close()
@@ -151,6 +157,8 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=48)
     ap.add_argument("--tasks", default=str(CACHE / "bench" / "standing" / "tasks.jsonl"))
     ap.add_argument("--per-kind", type=int, default=8)
+    ap.add_argument("--max-prompt-tokens", type=int, default=1024)
+    ap.add_argument("--keystroke-new-tokens", type=int, default=16, help="new tokens in the keystroke test (a line)")
     ap.add_argument("--quick", action="store_true", help="levels 1,4; 8 new tokens; fixture contexts only")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "concurrency.json"))
     args = ap.parse_args()
@@ -159,11 +167,12 @@ def main() -> None:
     from rich.table import Table
 
     from groundcode.api import Generator
-    from groundcode.config import MonitorConfig, SamplingConfig
+    from groundcode.config import MonitorConfig, PromptConfig, SamplingConfig
     if args.quick:
         args.levels, args.max_new_tokens, args.tasks = "1,4", 8, "/nonexistent"
     levels = [int(x) for x in args.levels.split(",")]
-    with Generator(args.model, MonitorConfig(enabled=True)) as gen:
+    with Generator(args.model, MonitorConfig(enabled=True),
+                   prompt=PromptConfig(max_prompt_tokens=args.max_prompt_tokens)) as gen:
         ctxs, sites = contexts(Path(args.tasks), args.per_kind)
         # warm-up: every context once, so the analyzer's caches are as warm for the first
         # mode measured as for the second
@@ -171,12 +180,17 @@ def main() -> None:
         t0 = time.perf_counter()
         result = {"model": gen.lm.name, "device": str(gen.engine.device), "grounding": True,
                   "max_new_tokens": args.max_new_tokens, "contexts": len(ctxs),
+                  "max_prompt_tokens": args.max_prompt_tokens,
+                  "keystroke_new_tokens": args.keystroke_new_tokens,
                   "cpu_threads": __import__("torch").get_num_threads(),
                   "load_avg": round(os.getloadavg()[0], 2), "levels": []}
         for n in levels:
             result["levels"].append(level(gen, ctxs, n, args.max_new_tokens))
-        result["next_keystroke"] = keystroke(gen, sites[:2] if args.quick else sites, args.max_new_tokens)
+        result["next_keystroke"] = keystroke(gen, sites[:2] if args.quick else sites,
+                                             args.keystroke_new_tokens)
         result["wall_s"] = round(time.perf_counter() - t0, 1)
+        result["load_avg_end"] = round(os.getloadavg()[0], 2)
+        result["rss_mb_end"] = rss_mb()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     t = Table(title=f"concurrency · {result['model']} · {result['device']} · grounding on · "
