@@ -305,3 +305,18 @@ def test_deadline_ends_the_row(tiny_lm):
         g = sess.submit(_plain(PROMPTS[1], n=1000, deadline_s=0.05)).result(60)[0]
         assert g.finish_reason == "deadline" and g.tokens < 1000
         sess.close()
+
+
+def test_an_idle_session_gives_freed_memory_back(tiny_lm, monkeypatch):
+    # a server's resident memory must fall back once a busy batch is gone (glibc keeps freed
+    # KV pages in its arenas unless trimmed)
+    from groundcode.api import Generator
+    from groundcode.config import MonitorConfig, SamplingConfig
+    from groundcode.decoding import scheduler
+    calls = []
+    real = scheduler.release_memory
+    monkeypatch.setattr(scheduler, "release_memory", lambda: (calls.append(1), real()))
+    with Generator(tiny_lm, MonitorConfig(enabled=False)) as gen:
+        out = gen.session.submit(gen.request(None, SamplingConfig(max_new_tokens=4),
+                                             prompt_text="def f():\n    return")).result(60)
+    assert out[0].tokens >= 1 and calls

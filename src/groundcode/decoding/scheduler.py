@@ -29,6 +29,24 @@ from .engine import FINAL, FINISHED, TOKEN, Batch, Prefill, RowSpec
 from .prefix_cache import PrefixCache
 
 
+def release_memory() -> None:
+    """Return freed heap pages to the system (glibc's malloc_trim). A batch's KV cache is many
+    large tensors; once freed, glibc keeps their pages in its arenas, so a server's resident
+    memory would stay at its busiest level. Called when the batch goes idle; a no-op elsewhere."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM = None
+
+
 def _one_line(exc: BaseException) -> str:
     msg = str(exc).strip().splitlines()
     return msg[0] if isinstance(exc, GroundcodeError) and msg else \
@@ -133,6 +151,8 @@ class Scheduler:
                 return True
             self._dispatch(events)
             self.batch.evict()
+            if not self.batch.rows and not self._waiting and self._prefilling is None:
+                release_memory()              # idle: give freed KV pages back to the system
             if self.batch.rows:
                 try:
                     self.batch.feed()
