@@ -280,3 +280,31 @@ def test_only_the_jedi_modules_import_jedi():
     importers = {p.name for p in src.rglob("*.py")
                  if re.search(r"^\s*(import jedi|from jedi)", p.read_text(), re.M)}
     assert importers and all(n.startswith("jedi_") for n in importers), importers
+
+
+def test_text_analysed_in_this_process_never_becomes_the_module_for_later_analyses(tmp_path):
+    """A sample spliced into pricing.py with PriceBook cut short (scoring's DepCov), or a worker's
+    partial code, is that call's text only: parso's in-memory cache kept such a parse under the
+    file's path with the file's mtime, and every later import of `inventory.pricing` in the process
+    got it — so `self.book.set_price` was no member in a process that had scored a sample before
+    (test_executor: this process's augmentation differed from a fresh Ray worker's)."""
+    import shutil
+
+    from groundcode.analysis.jedi_oracle import completion_names, offered_in_file
+    repo = tmp_path / "bench_repo"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "bench_repo", repo)
+    models, pricing = repo / "inventory" / "models.py", repo / "inventory" / "pricing.py"
+    code = models.read_text()
+    lines = code.splitlines()
+    line = next(i for i, ln in enumerate(lines, 1) if "self.book.set_price" in ln)
+    col = lines[line - 1].index("set_price")
+    query = [(line, col, "set_price", line)]
+    head = "\n".join(lines[:line - 1]) + "\n" + lines[line - 1][:col] + "\n"
+    assert offered_in_file(str(repo), code, str(models), query) == [True]
+    assert "set_price" in completion_names(str(repo), head, str(models), line, col)
+
+    cut = pricing.read_text().split("    def set_price")[0] + "    def price_with_tax(self, name:\n"
+    repo_dependencies(repo, pricing, cut, 1, 5)                        # the scorer's splice
+    complete_members(str(repo), cut, str(pricing), cut.count("\n"), 0)   # a worker's partial code
+    assert offered_in_file(str(repo), code, str(models), query) == [True]
+    assert "set_price" in completion_names(str(repo), head, str(models), line, col)

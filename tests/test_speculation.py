@@ -4,13 +4,14 @@ a member); at the row's end it settles what is still owed. Driven like the engin
 hand-made vocabulary and an analyzer whose answers land when the test says so."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from groundcode.analysis.base import Analysis
 from groundcode.api import CodeContext
 from groundcode.decoding.checkpoints import Checkpoints
 from groundcode.decoding.guides.base import RowView, as_rollback
-from groundcode.decoding.guides.dereference import NARROW, SPEC, WAIT, DereferenceMonitor
+from groundcode.decoding.guides.dereference import NARROW, SPEC, WAIT, DereferenceMonitor, _digest
 from groundcode.decoding.vocab import VocabIndex
 
 TOKENS = ["", "self", ".", "_", "reg", "registered", "_updates", "append", "(", ")", "\n",
@@ -159,3 +160,56 @@ def test_an_answer_later_than_the_horizon_fails_open():
     for tok in ["return", " ", "self", ".", "foo", "(", ")", "\n", "return", " ", "1"]:
         _feed(mon, row, tok)
     assert not mon.late and row.triggers[0].failed_open and row.triggers[0].reason == "late"
+
+
+class Timed:
+    """An answer that lands `delay` seconds after it was asked, whatever the caller's deadline."""
+    def __init__(self, answer, delay):
+        self.answer, self.at = answer, time.perf_counter() + delay
+
+    def result(self, timeout=0):
+        left = self.at - time.perf_counter()
+        if left > 0 and timeout:
+            time.sleep(min(left, timeout))
+        return self.answer if time.perf_counter() >= self.at else None
+
+
+class LoadedAnalyzer:
+    """A loaded machine: every answer takes longer than the analyzer's deadline."""
+    def __init__(self):
+        self.queries = []
+
+    def deadline(self):
+        return 0.02
+
+    def ask(self, query):
+        self.queries.append(query)
+        names = frozenset(MEMBERS.get(query.receiver, ()))
+        return Timed(Analysis(query.receiver, names, 150.0, False, None if names else "empty"), 0.15)
+
+
+def test_a_reproducible_monitor_waits_for_each_answer_whatever_the_deadline():
+    """bench run's mode: the trigger waits for its own answer (past the deadline: only a hung
+    analyzer ends the wait), no prefetch, the answer keyed by the exact splice, so the mask never
+    depends on when the answer landed; the speculative monitor decodes on instead."""
+    an = LoadedAnalyzer()
+    mon = DereferenceMonitor(an, reproducible=True)
+    row = _row()
+    mon.reset(row)
+    assert an.queries == []                                     # nothing prefetched
+    for tok in ["return", " ", "self", "."]:
+        _feed(mon, row, tok)
+    assert mon.state == NARROW                                  # waited at the trigger
+    q = an.queries[-1]
+    assert q.key[-3:] == (_digest(q.at.code), q.at.line, q.at.column)
+    kind, allowed = _feed(mon, row, "foo")
+    assert kind == "resample" and "size" in allowed and "foo" not in allowed
+    rec = row.triggers[-1]
+    assert not rec.failed_open and not rec.rolled_back and rec.reason is None
+
+    spec = DereferenceMonitor(LoadedAnalyzer())
+    row = _row()
+    spec.reset(row)
+    for tok in ["return", " ", "self", "."]:
+        _feed(spec, row, tok)
+    assert spec.state == SPEC                                   # the editor's path: decode on

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from groundcode.analysis.wait import WaitPolicy
+from groundcode.analysis.wait import PatientWait, WaitPolicy
 
 
 class Never:
@@ -55,3 +55,14 @@ def test_a_window_whose_waits_were_answered_leaves_no_pause():
     t0 = time.perf_counter()
     assert p.wait([Lands(time.perf_counter() + 0.05)], 2.0) == ["answer"]
     assert 0.04 < time.perf_counter() - t0 < 0.1          # a fresh window: it waited
+
+
+def test_a_patient_wait_outlasts_deadlines_and_other_rows_windows_up_to_its_limit():
+    """Reproducible runs: an answer is waited for past the caller's deadline and past the window
+    another row's wait opened; only the limit (a hung analyzer) ends a wait."""
+    p = PatientWait(limit_s=2.0)
+    assert p.wait([Lands(time.perf_counter() + 0.2)], 0.01) == ["answer"]
+    assert p.wait([Lands(time.perf_counter() + 0.2)], 0.01) == ["answer"]   # no shared window
+    q = PatientWait(limit_s=0.1)
+    t0 = time.perf_counter()
+    assert q.wait([Never()], 30.0) == [None] and time.perf_counter() - t0 < 1.0

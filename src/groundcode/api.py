@@ -181,8 +181,10 @@ class Generator:
         if comp is None and t.entropy is None:
             raise GroundcodeError(f"model {self.lm.name} has no <COMP> token: use a TOOLGEN adapter "
                                   "(--model ADAPTER_DIR) or the zero-shot mode (--tool-entropy NATS)")
+        from .analysis.wait import PatientWait
         return ToolCallGuide(self.analyzer(row_ctx.repo, row_ctx.python), comp, threshold=t.threshold,
-                             entropy=t.entropy, hide_dunder=self.monitor.hide_dunder, waits=self.waits)
+                             entropy=t.entropy, hide_dunder=self.monitor.hide_dunder,
+                             waits=PatientWait() if self.monitor.reproducible else self.waits)
 
     _tool_guide = tool_guide
 

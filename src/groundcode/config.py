@@ -35,6 +35,10 @@ class MonitorConfig:
     hide_dunder: bool = True       # never steer to `__name__` members (they stay allowed when written)
     allow_bindings: bool = True    # leave `self.new_attr = ...` free (verified, rolled back otherwise)
     speculate: bool = True         # on a cache miss decode on and verify when the answer lands
+    reproducible: bool = False     # every trigger waits for its own answer (no speculation, no
+                                   # deadline or shared-window cut, no prefetch, answers reused
+                                   # only for the same code): the output depends on the code,
+                                   # not on timing, load or what the process ran before
     sdk: bool = True               # boto3 clients: botocore's models answer before Jedi (needs botocore)
     keywords: bool = True          # keyword arguments of calls with a known signature are constrained
     python: str | None = None      # interpreter/venv whose libraries Jedi sees (None: the repo's

@@ -14,11 +14,14 @@ a literal tuple/list/set of strings (`for n in ("a", "b"): setattr(self, n, None
 members (a `self.a` after such a loop is no false block), and such a class is not "dynamic".
 
 Runs inside the worker (jedi_worker.py); the Jedi objects come from there. Memoised per class
-per worker (a class's text is fixed while the worker's overlay is). Test: tests/test_analysis.py.
+per worker (a class's text is fixed while the worker's overlay is; a class in the file being
+written is memoised per text of that file: its facts must not depend on which splice asked
+first). Test: tests/test_analysis.py.
 """
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import sys
 import sysconfig
@@ -65,7 +68,10 @@ def class_facts(script, project, code: str, path: str, inferred: list) -> tuple[
 
 def _inspect_once(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
     """`_inspect`, memoised per class (cycle-safe: the key is set before inspecting)."""
-    key = (str(d.module_path), d.line, d.name)
+    mp = str(d.module_path)
+    own = Path(mp) == Path(path)      # the query's own (partial) text, not a fixed file
+    text = hashlib.blake2s(code.encode("utf-8", "surrogatepass"), digest_size=8).digest() if own else None
+    key = (mp, d.line, d.name, text)
     if key not in _NOTES:
         _NOTES[key] = (None, frozenset())
         _NOTES[key] = _inspect(project, code, path, d)
@@ -155,7 +161,14 @@ def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
         return None, extra
     if not isinstance(node, ast.ClassDef):
         return None, extra
-    module = jedi.Script(text, path=mp, project=project)
+    from .jedi_worker import unsaved
+    with unsaved(mp):                    # `text` may be the query's partial code
+        return _bases(jedi.Script(text, path=mp, project=project), project, text, mp, node, l0, indent,
+                      extra)
+
+
+def _bases(module, project, text: str, mp: str, node, l0: int, indent: int, extra: frozenset):
+    """An unresolved base (transitively) or the bases' literal setattr names, added to `extra`."""
     for b in node.bases:
         if not isinstance(b, (ast.Name, ast.Attribute)):
             continue

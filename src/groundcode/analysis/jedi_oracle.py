@@ -12,12 +12,17 @@ performs the lookup of Jedi's completion through Jedi's internals (`jedi.api.com
 `jedi.inference`: the only place that does; pinned Jedi in pyproject.toml); its deviations from
 the slow form are measured in benchmarks/augment_speed.py. Test: tests/test_augment.py,
 tests/test_analysis.py.
+
+Each function's Script text (a scored sample spliced into its file, a truncated file) stays that
+call's: `jedi_worker.unsaved` keeps it from becoming the module for later calls in this process,
+so an answer does not depend on what the process analysed before (tests/test_executor.py compares
+this process's augmentation with a fresh Ray worker's).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .jedi_worker import _jedi
+from .jedi_worker import _jedi, unsaved
 from .jedi_worker import project as _project
 
 
@@ -37,6 +42,11 @@ def repo_dependencies(repo: str | Path, path: str | Path, code: str, first_line:
     of `code` (the file's text as if saved at `path`) whose definitions lie inside `repo`.
 
     Definitions made inside the range itself (locals, parameters) do not count."""
+    with unsaved(str(Path(path))):
+        return _repo_dependencies(repo, path, code, first_line, last_line)
+
+
+def _repo_dependencies(repo, path, code: str, first_line: int, last_line: int) -> set[str]:
     jedi = _jedi()
     root = Path(repo).resolve()
     project = jedi.Project(str(root), added_sys_path=[str(root)])
@@ -79,8 +89,9 @@ def completion_names(root: str | None, code: str, path: str, line: int, column: 
     """Every name Jedi's completion offers at (line, column) of `code` (keywords excluded).
 
     The faithful, slow form of the augmentation question: one Script per call (~50-300 ms)."""
-    script = _jedi().Script(code, path=path, project=_project(root))
-    return frozenset(c.name for c in script.complete(line, column) if c.type != "keyword")
+    with unsaved(path):
+        script = _jedi().Script(code, path=path, project=_project(root))
+        return frozenset(c.name for c in script.complete(line, column) if c.type != "keyword")
 
 
 def offered_in_file(root: str | None, code: str, path: str,
@@ -102,6 +113,11 @@ def offered_in_file(root: str | None, code: str, path: str,
         or a module name, never a dependency)
       * any other name -> the scopes visible at the point (as `_complete_global_scope`)
     Deviations from the slow form are measured in benchmarks/augment_speed.py."""
+    with unsaved(path):
+        return _offered_in_file(root, code, path, queries)
+
+
+def _offered_in_file(root, code: str, path: str, queries) -> list[bool]:
     from jedi.api.completion import get_flow_scope_node, get_user_context
     from jedi.inference.context import get_global_filters
     from jedi.inference.gradual.conversion import convert_values

@@ -13,6 +13,17 @@ to hand Jedi the buffer's text, stamped with the time the overlay was installed 
 in-memory cache does not serve the disk's parse; entries of changed buffers are dropped from
 that cache. A file that exists only as a buffer (never saved) is not importable.
 
+A Script over text that is not the file at its path (a splice with the model's partial code,
+the file with the cursor's region cut, a scored sample) must not become that module for later
+Scripts: parso keeps the Script's parse in its in-memory cache under the path, stamped with the
+file's mtime, and would hand it to every later import of the module in this process, so an
+answer would depend on which question the process answered before (and a fresh process, a Ray
+worker, would answer otherwise). `unsaved(path)` around such work marks that entry as older
+than any file (`forget_parse`): it is still the base of the next diff parse of the path, never
+an import's module. A buffer's parse is never pickled (the overlay hook parses with
+`cache=False`): a pickle outlives the worker, and the next process given the same slot would load
+it as the file's.
+
 One parso cache directory per worker (`jedi.settings.cache_directory`): a directory slot under
 the groundcode cache held with an exclusive lock for the worker's life, so two processes never
 read each other's half-written pickles. The jedi_* modules are the only ones that import jedi.
@@ -20,6 +31,7 @@ Test: tests/test_analysis.py, tests/test_workspace.py.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -133,8 +145,10 @@ def _install_overlay_hook() -> None:
             if text is not None:
                 file_io = BufferIO(p, text, _OVERLAY["t"])
                 if kw.get("cache"):
-                    kw["diff_cache"] = True   # parso pickles only without it: a buffer's parse
-                                              # must never reach the disk cache
+                    # parso pickles every `cache=True` parse: a buffer's must never reach the
+                    # disk (a later worker with this slot would load it as the file's). The
+                    # in-memory entry stays the base of the diff parse (same lines: reused).
+                    kw["cache"], kw["diff_cache"] = False, True
         return original(self, code, path, use_latest_grammar, file_io, **kw)
 
     parse_and_get_code._gc_overlay = True
@@ -150,6 +164,29 @@ def _buffer(path) -> str | None:
     if text is None and files:
         text = files.get(os.path.realpath(s))
     return text
+
+
+def forget_parse(path) -> None:
+    """The in-memory parse of `path` is no module for later imports (see the module docstring):
+    its stamp goes below any file's mtime, so an import parses the file (diffing against it)."""
+    if not path:
+        return
+    import parso.cache
+    for per_grammar in parso.cache.parser_cache.values():
+        for key in (Path(path), str(path)):
+            item = per_grammar.get(key)
+            if item is not None:
+                item.change_time = float("-inf")
+
+
+@contextlib.contextmanager
+def unsaved(path):
+    """Jedi work on a Script whose text is not the file at `path`: afterwards that text is not
+    the module `path` for later Scripts in this process."""
+    try:
+        yield
+    finally:
+        forget_parse(path)
 
 
 def source_text(path: str) -> str:
@@ -195,8 +232,13 @@ def complete_members(job: Job) -> tuple[frozenset, dict, str | None]:
     trusting them (None when they can be trusted; see jedi_classes.py). Dunders are always
     returned (they exist and are legal to write: `self.__class__`); so are private names (the
     client marks them hidden with --hide-private: legal, never suggested)."""
-    from .jedi_classes import class_facts, is_dynamic
     proj = _prepare(job)
+    with unsaved(job.path):
+        return _complete_members(job, proj)
+
+
+def _complete_members(job: Job, proj) -> tuple[frozenset, dict, str | None]:
+    from .jedi_classes import class_facts, is_dynamic
     script = _jedi().Script(job.code, path=job.path, project=proj)
     completions = script.complete(job.line, job.column)
     names: dict[str, str] = {}
@@ -230,9 +272,10 @@ def warm_file(job: Job) -> None:
     """Parse a file and infer its imports."""
     try:
         proj = _prepare(job)
-        script = _jedi().Script(job.code, path=job.path, project=proj)
-        script.get_names(all_scopes=False)
-        lines = job.code.splitlines() or [""]
-        script.complete(len(lines), len(lines[-1]))
+        with unsaved(job.path):
+            script = _jedi().Script(job.code, path=job.path, project=proj)
+            script.get_names(all_scopes=False)
+            lines = job.code.splitlines() or [""]
+            script.complete(len(lines), len(lines[-1]))
     except Exception:
         pass

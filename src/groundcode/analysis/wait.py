@@ -16,6 +16,11 @@ roll back, a tool call), it waits through `WaitPolicy.wait(tickets, deadline)`:
     stalled analysis then takes at most half of the wall time. A window whose waits all got
     their answers leaves no such pause.
 
+`PatientWait` is the policy of reproducible runs (MonitorConfig.reproducible, `bench run`'s
+default): a wait lasts until its answers land, bounded only by `limit_s` (a hung analyzer),
+never by the caller's deadline nor by a window other rows opened, so whether an answer is used
+never depends on the machine's load or on the batch's other rows.
+
 Thread-safe (one policy per Generator, shared by all its rows). Not here: tickets (base.py),
 the guides' states. Test: tests/test_wait.py.
 """
@@ -71,3 +76,18 @@ class WaitPolicy:
             self._blocked += dt
             self.waits += 1
         return out
+
+
+class PatientWait(WaitPolicy):
+    """Every wait lasts until its answers land or `limit_s` passes (a hung analyzer: the Jedi
+    client replaces a worker busy for longer than its kill_after_s, 30 s); deadlines are ignored."""
+
+    def __init__(self, limit_s: float = 60.0):
+        super().__init__(None)
+        self.limit_s = limit_s
+
+    def new_step(self) -> None:
+        pass
+
+    def until(self, deadline_s: float) -> float:
+        return time.perf_counter() + self.limit_s

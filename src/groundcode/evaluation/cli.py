@@ -173,6 +173,9 @@ def run(
     max_prompt_tokens: int = typer.Option(0, help="Cap prompts below the model's window (0: the window)."),
     declarations: bool = typer.Option(False, "--declarations/--no-declarations",
                                       help="Prepend the IDE's declarations at the cursor (enclosing class, repository classes it uses)."),
+    reproducible: bool = typer.Option(True, "--reproducible/--speculate",
+                                      help="Wait for every analysis (samples independent of timing, load and "
+                                           "process: the default) or speculate as the editor does (deadlines apply)."),
     executor: str = typer.Option("local", help=EXECUTOR_HELP),
     ray_address: Optional[str] = typer.Option(None, help=RAY_ADDRESS_HELP),
     workers: int = typer.Option(2, help="Ray actors, one model + analyzer each (with --executor ray)."),
@@ -194,7 +197,7 @@ def run(
                                 max_prompt_tokens=max_prompt_tokens,
                                 tool_tokens=tool_tokens or tool_entropy is not None,
                                 tool_threshold=tool_threshold, tool_entropy=tool_entropy,
-                                declarations=declarations)
+                                declarations=declarations, reproducible=reproducible)
         harness.parse_schedule(schedule)
         ex = _executor(executor, ray_address, workers)
         if ex is not None:

@@ -4,8 +4,11 @@ A configuration = model + monitor on/off + tool tokens on/off + a sampling sched
 temperature 0), "mgd" (MGD's 6 samples: temperatures 0.2, 0.4, 0.6x2, 0.8x2, top-p 0.95), or
 "T:N,T:N" (N samples at temperature T). Each finished task appends one record
 {task_id, config, samples: [...]} to the samples file; a rerun skips task_ids already there, so an
-interrupted run resumes where it stopped. `oracle=True` writes the reference as the only sample
-(calibrates the metrics: the reference's own lint success rate, DepCov 1, ...).
+interrupted run resumes where it stopped. By default the monitor's analysis is waited for
+(`reproducible`: no speculation, no deadline cuts, answers keyed by their exact code), so a run's
+samples are the same in any process, on any executor, in any task order and under any load;
+`reproducible=False` (`--speculate`) measures the editor's path instead. `oracle=True` writes the
+reference as the only sample (calibrates the metrics: the reference's own lint success rate, DepCov 1, ...).
 Not here: scoring (scoring.py), the decoding loop (decoding/engine.py, reached via groundcode.api).
 Test: tests/test_bench_e2e.py (tiny model, fixture repository).
 """
@@ -38,6 +41,9 @@ class RunConfig:
     tool_threshold: float | None = None   # also call when p(<COMP>) >= this
     tool_entropy: float | None = None     # zero-shot: call at name starts with entropy >= this
     declarations: bool = False       # prepend the IDE's declarations at the cursor (PromptConfig)
+    reproducible: bool = True        # analysis waited for (MonitorConfig.reproducible): samples do
+                                     # not depend on timing, load, process or task order; False:
+                                     # the editor's path (speculation, deadlines)
 
 
 def parse_schedule(spec: str) -> tuple[tuple[float, int], ...]:
@@ -148,7 +154,7 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
 
     from ..config import PromptConfig, SamplingConfig, ToolConfig
     # A view with this run's configuration: the caller's generator is never changed in place.
-    gen = gen.view(monitor=replace(gen.monitor, enabled=cfg.monitor),
+    gen = gen.view(monitor=replace(gen.monitor, enabled=cfg.monitor, reproducible=cfg.reproducible),
                    tools=ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold,
                                     entropy=cfg.tool_entropy),
                    prompt=PromptConfig(fim=cfg.fim, heal=cfg.heal, max_prompt_tokens=cfg.max_prompt_tokens,

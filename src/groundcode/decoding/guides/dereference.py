@@ -16,7 +16,8 @@ States (one row):
              that is (the start of) a member goes on under the mask, one that is not is rolled
              back to the trigger and redone under the mask. An answer later than `horizon`
              tokens fails open ("late"). Analysis never blocks the batch or the model.
-             (Hosts that cannot roll back, `rollback=False`, wait for the answer instead.)
+             (Hosts that cannot roll back, `rollback=False`, wait for the answer instead; so
+             does a reproducible run, `reproducible=True`, see `__init__`.)
 
 Analysis is asked once per trigger, through the analyzer's cache. Keys survive across calls of
 one session (an editor's keystrokes): (the file outside the function being written, the
@@ -51,7 +52,7 @@ from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, c
                        enclosing_scope, function_header, ident_run, imported_names,
                        receiver_before)
 from ...analysis.base import MembersQuery, empty_answer
-from ...analysis.wait import WaitPolicy
+from ...analysis.wait import PatientWait, WaitPolicy
 from .base import Guide, Rollback, RowView, TriggerRecord, token_flags
 from .narrowing import Narrowing, is_dunder
 
@@ -66,9 +67,14 @@ def _digest(text: str) -> str:
 class DereferenceMonitor(Guide):
     def __init__(self, analyzer, allow_bindings: bool = True, rollback: bool = True,
                  speculate: bool = True, horizon: int = 48, hide_dunder: bool = True,
-                 verify_first: bool | None = None, waits: WaitPolicy | None = None):
+                 verify_first: bool | None = None, waits: WaitPolicy | None = None,
+                 reproducible: bool = False):
         self.analyzer = analyzer
-        self.waits = waits or WaitPolicy()
+        # Reproducible (bench run): no speculation, no prefetch, answers keyed by the exact
+        # splice, waits that only a hung analyzer ends (PatientWait): the masks depend on the
+        # code alone, not on when an answer landed or which row asked first.
+        self.reproducible = reproducible
+        self.waits = waits or (PatientWait() if reproducible else WaitPolicy())
         self.allow_bindings = allow_bindings
         self.rollback = rollback      # False (mask-only hosts): binding positions stay free
         # Hosts that verify every free sample (the engine) check NARROW steps too: a mask is
@@ -77,7 +83,7 @@ class DereferenceMonitor(Guide):
         self.verify_first = rollback if verify_first is None else verify_first
         self.hide = is_dunder if hide_dunder else None
         # Speculate on cache misses (needs rollback); else wait up to the analyzer's deadline.
-        self.speculate = speculate and rollback
+        self.speculate = speculate and rollback and not reproducible
         self.horizon = horizon        # tokens a speculation may run before it fails open
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -237,6 +243,8 @@ class DereferenceMonitor(Guide):
         (`self`, `cls`, annotated ones) and the module's imported names that the file dots
         into, each as a new statement of the body (`ctx.probe`), never at the cursor's text.
         `asked`: the receiver the cursor's own trigger asked about already."""
+        if self.reproducible:
+            return              # a prefetch's answer (another splice) would serve the real question
         # Only receivers whose type is known up front: an unannotated parameter fails open.
         likely = [p for p in self._params if p in ("self", "cls") or p in self._annotations][:4]
         likely += imported_names(self.ctx.before + "\n" + self.ctx.after)[:4]
@@ -274,7 +282,10 @@ class DereferenceMonitor(Guide):
             rec.failed_open, rec.reason = True, "inferred: unannotated parameter"
             return None
         key = self._key(receiver, upto_dot, full)
-        query = MembersQuery(ctx.splice(upto_dot, drop=self._hold), receiver, key)
+        at = ctx.splice(upto_dot, drop=self._hold)
+        if self.reproducible:     # reused only for the same question (samples sharing a prefix)
+            key = (*key, _digest(at.code), at.line, at.column)
+        query = MembersQuery(at, receiver, key)
         self._extra_names = self._extra(receiver, upto_dot)
         ticket = self.analyzer.ask(query)
         a = ticket.result(0)

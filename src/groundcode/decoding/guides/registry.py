@@ -114,7 +114,8 @@ def _dereference(s: GuideSpec):
     g, ctx = s.generator, s.row_ctx
     m = g.monitor
     return DereferenceMonitor(g.analyzer(ctx.repo, ctx.python), m.allow_bindings,
-                              speculate=m.speculate, hide_dunder=m.hide_dunder, waits=g.waits)
+                              speculate=m.speculate, hide_dunder=m.hide_dunder,
+                              waits=None if m.reproducible else g.waits, reproducible=m.reproducible)
 
 
 @register("keywords")
