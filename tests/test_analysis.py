@@ -308,3 +308,53 @@ def test_text_analysed_in_this_process_never_becomes_the_module_for_later_analys
     complete_members(str(repo), cut, str(pricing), cut.count("\n"), 0)   # a worker's partial code
     assert offered_in_file(str(repo), code, str(models), query) == [True]
     assert "set_price" in completion_names(str(repo), head, str(models), line, col)
+
+
+def _logging_worker(job):
+    time.sleep(0.15)
+    return frozenset({job.code.split("#")[-1].strip()}), {}
+
+
+def test_a_triggers_question_goes_before_the_prefetches_asked_earlier(shop_repo):
+    # One worker: FIFO put a real trigger behind every prefetch asked at the row's start (the
+    # answer then came long after the name was written). Prefetches now wait in their own line,
+    # and a prefetch that a trigger joins is promoted.
+    f, code, line, col = _partial(shop_repo)
+    a = JediAnalyzer(shop_repo, deadline_s=30, workers="thread", worker_fn=_logging_worker)
+    done: list[str] = []
+
+    def ask(tag, prefetch, key=None):
+        t = a.ask(MembersQuery(Splice(code + "#" + tag, line, col, f), tag, (key or tag,), prefetch=prefetch))
+        t._fut.add_done_callback(lambda _: done.append(tag))
+        return t
+
+    tickets = [ask(f"p{k}", True) for k in range(4)]        # p0 runs, p1..p3 wait
+    real = ask("real", False)
+    joined = ask("p3", False, key="p3")                      # the same question as p3: promoted
+    assert real.result(30).names == {"real"} and joined.result(30).names == {"p3"}
+    for t in tickets:
+        t.result(30)
+    assert done[:2] == ["p0", "real"], done                 # before p1..p3, asked earlier
+    assert done.index("p3") < done.index("p1") < done.index("p2"), done
+    a.close()
+
+
+def test_a_torn_parso_pickle_is_a_cache_miss(tmp_path):
+    # A worker killed while parso wrote a pickle left it torn in its slot: every later worker
+    # given the slot failed each call importing that module ("EOFError: Ran out of input").
+    import parso
+    import parso.cache as pc
+
+    from groundcode.analysis import jedi_worker
+    src, cache = tmp_path / "m.py", tmp_path / "parso"
+    src.write_text("def f():\n    return 1\n")
+    g = parso.load_grammar()
+    g.parse(path=str(src), cache=True, cache_path=cache)
+    pickles = [p for p in cache.rglob("*.pkl")]
+    assert pickles
+    for p in pickles:
+        p.write_bytes(p.read_bytes()[:7])                  # torn mid-write
+    pc.parser_cache.clear()
+    jedi_worker._tolerate_torn_pickles()
+    module = g.parse(path=str(src), cache=True, cache_path=cache)
+    assert module.children[0].type == "funcdef"

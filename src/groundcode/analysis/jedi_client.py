@@ -15,6 +15,9 @@ Jedi runs in one worker *process* by default (`workers="process"`): its caches s
 it runs beside the model (no GIL shared with decoding), and a hung call can be killed (the
 worker is replaced after `kill_after_s`). `workers="thread"` runs it in-process on one thread.
 A worker that dies is replaced once (the pool that broke, not whichever is current).
+The worker runs one call at a time; the calls waiting for it are held here in two lines, a
+trigger's own questions before the guesses (prefetches, prewarms): a real question never waits
+behind the prefetches asked before it (a prefetch it joins is promoted).
 Signatures are not Jedi's business here: it answers SignatureQuery with "unknown" at once.
 Not here: the worker's functions (jedi_worker.py), when to ask (decoding/guides/).
 Test: tests/test_analysis.py.
@@ -112,8 +115,12 @@ class JediAnalyzer:
         self.worker_fn = worker_fn or complete_members   # a module-level function (picklable)
         self._cache: OrderedDict[tuple, Analysis] = OrderedDict()
         self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()     # re-entered when a call fails at once (_start)
         self._inflight: dict[tuple, cf.Future] = {}   # key -> running call (prefetch or late)
+        self._urgent: list = []                       # waiting calls (fn, job, future): triggers'
+        self._later: list = []                        # ... and guesses (prefetch, prewarm)
+        self._busy = False                            # a call is in the worker
+        self._running_since = 0.0
         self._warmed: set = set()
         self._sent: str | None = None                 # overlay stamp the current pool has
         self._pool = self._new_pool()
@@ -166,12 +173,16 @@ class JediAnalyzer:
             if key in self._warmed:
                 return
             self._warmed.add(key)
-            self._run(warm_file, self._job(at, overlay))
+            self._run(warm_file, self._job(at, overlay), urgent=False)
 
     def close(self) -> None:
         """Stop the worker now (a busy or hung Jedi must not delay the caller's exit). The
         worker is killed first, then the pool is joined, so that no pool thread is left to
         touch the closed pipes at interpreter exit ("Bad file descriptor")."""
+        with self._lock:
+            waiting, self._urgent, self._later = self._urgent + self._later, [], []
+        for _, _, fut in waiting:
+            fut.cancel()
         self._kill(self._pool, wait=True)
         with self._lock:
             self._inflight.clear()
@@ -201,18 +212,62 @@ class JediAnalyzer:
             send, self._sent = (overlay.stamp, overlay.files), overlay.stamp
         return Job(self._root, at.code, str(at.path), at.line, at.column, self.python, send)
 
-    def _run(self, fn, job: Job) -> cf.Future:
-        with _main_not_imported():     # the worker process may start on this submit
-            fut = self._pool.submit(fn, job)
+    def _run(self, fn, job: Job, urgent: bool = True) -> cf.Future:
+        """Run `fn(job)` in the worker: now if it is idle, else in line (`urgent`: a trigger's
+        question, ahead of every guess). Call with self._lock held."""
+        fut = cf.Future()
         fut._gc_pool = self._pool
+        if self._busy:
+            # a job that installs an overlay keeps its place before every later job (they were
+            # made without it): it waits in the urgent line
+            (self._urgent if urgent or job.overlay is not None else self._later).append((fn, job, fut))
+        else:
+            self._busy = True
+            self._start(fn, job, fut)
         return fut
+
+    def _start(self, fn, job: Job, fut: cf.Future) -> None:
+        """Hand one call to the pool; when it is done, its answer goes to `fut` and the next
+        waiting call starts (self._lock held, or taken by the done callback)."""
+        pool = fut._gc_pool = self._pool
+        self._running_since = time.perf_counter()
+        try:
+            with _main_not_imported():     # the worker process may start on this submit
+                inner = pool.submit(fn, job)
+        except Exception as exc:           # a broken or closed pool: this call fails open
+            inner = cf.Future()
+            inner.set_exception(exc)
+        inner.add_done_callback(lambda f: self._finished(f, fut))
+
+    def _finished(self, inner: cf.Future, fut: cf.Future) -> None:
+        with self._lock:
+            line = self._urgent or self._later
+            nxt = line.pop(0) if line else None
+            if nxt is None:
+                self._busy = False
+        try:
+            try:
+                fut.set_result(inner.result())
+            except Exception as exc:
+                fut.set_exception(exc)
+        except cf.InvalidStateError:       # cancelled by close()
+            pass
+        if nxt is not None:
+            with self._lock:
+                self._start(*nxt)
+
+    def _promote(self, fut: cf.Future) -> None:
+        """A trigger asks what a waiting guess asks: it goes in the urgent line."""
+        for k, item in enumerate(self._later):
+            if item[2] is fut:
+                self._urgent.append(self._later.pop(k))
+                return
 
     def _restart_if_hung(self) -> None:
         """A call that outlives kill_after_s blocks every later one: kill the worker."""
-        if self.workers != "process" or not self._inflight:
+        if self.workers != "process" or not self._busy:
             return
-        oldest = min(getattr(f, "_gc_t0", time.perf_counter()) for f in self._inflight.values())
-        if time.perf_counter() - oldest < self.kill_after_s:
+        if time.perf_counter() - self._running_since < self.kill_after_s:
             return
         old = self._pool
         self._pool = self._new_pool()
@@ -225,10 +280,12 @@ class JediAnalyzer:
         with self._lock:
             fut = self._inflight.get(key)
             if fut is not None:
+                if not prefetch:
+                    self._promote(fut)
                 return fut
             self._restart_if_hung()
             self.calls += 1
-            fut = self._run(self.worker_fn, self._job(at, at.overlay or _NO_OVERLAY))
+            fut = self._run(self.worker_fn, self._job(at, at.overlay or _NO_OVERLAY), urgent=not prefetch)
             fut._gc_t0 = time.perf_counter()
             self._inflight[key] = fut
         fut.add_done_callback(lambda f: self._landed(f, key, receiver, prefetch))

@@ -119,7 +119,33 @@ def init() -> None:
         return
     _jedi().settings.cache_directory = str(parso_cache_dir())
     _install_overlay_hook()
+    _tolerate_torn_pickles()
     _READY.append(True)
+
+
+def _tolerate_torn_pickles() -> None:
+    """A pickle in the worker's parso slot that does not load is a cache miss (and is removed):
+    a worker killed while parso wrote one (a hung call, Ctrl-C, a killed run) left it torn, and
+    every later worker given the slot failed each call that imported that module ("EOFError:
+    Ran out of input"), failing those triggers open."""
+    import pickle
+
+    import parso.cache as pc
+    load = pc._load_from_file_system
+    if getattr(load, "_gc_tolerant", False):
+        return
+
+    def tolerant(hashed_grammar, path, p_time, cache_path=None):
+        try:
+            return load(hashed_grammar, path, p_time, cache_path=cache_path)
+        except (EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError,
+                ValueError, MemoryError):
+            with contextlib.suppress(OSError):
+                os.remove(pc._get_hashed_path(hashed_grammar, path, cache_path=cache_path))
+            return None
+
+    tolerant._gc_tolerant = True
+    pc._load_from_file_system = tolerant
 
 
 def _install_overlay_hook() -> None:
