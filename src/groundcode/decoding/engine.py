@@ -343,8 +343,8 @@ class Batch:
             tok = v.forced.popleft()
         elif r.spec.choose is not None:           # teacher forcing (replay.py)
             tok = r.spec.choose(r, tok, constrained)
-            if tok is None:
-                return self._finish(r, "stop", events, settle=False)
+            if tok is None:    # the reference is written: the row ends as generation's would,
+                return self._finish(r, "stop", events)   # settling the answers still owed
         elif not constrained:
             tok = self._verify(r, i, tok)
         # -- 4. accept, advance, resolve ---------------------------------------------------------

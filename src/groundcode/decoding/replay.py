@@ -9,6 +9,8 @@ asks the row's token policy (`RowSpec.choose`), and this module is that policy.
 What a grounding audit reads: the guides' masks and checks at every reference token (would
 generation have been blocked?), their trigger records, and the rollbacks they proposed — which
 a replay declines (`Guide.declined`: the guide carries on as after a binding), never applies.
+When the reference is exhausted the row ends as a generated one does: the guides `settle` (the
+answers still owed are waited for, within the batch's WaitPolicy, and judged).
 Test: tests/test_engine.py (replay keeps its tokens, guides see every check).
 """
 from __future__ import annotations

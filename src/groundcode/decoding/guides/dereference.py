@@ -19,14 +19,16 @@ States (one row):
              (Hosts that cannot roll back, `rollback=False`, wait for the answer instead; so
              does a reproducible run, `reproducible=True`, see `__init__`.)
 
-Analysis is asked once per trigger, through the analyzer's cache. Keys survive across calls of
-one session (an editor's keystrokes): (the file outside the function being written, the
-enclosing scope, receiver, the lines of this function that rebind the receiver's root); the
+Analysis is asked once per trigger, through the analyzer's cache; likely questions are asked ahead
+(prefetches: at reset the receivers of `_prefetch`, while decoding a local as soon as a line binds
+it, `_prefetch_bound`), so that the answer is often in before the name after the dot. Keys survive
+across calls of one session (an editor's keystrokes): (the file outside the function being written,
+the enclosing scope, receiver, the lines of this function that rebind the receiver's root); the
 members of `self`/`cls` are shared by a class's methods, completed with the attributes that the
-class's text and the generated text assign (`self.x = ...`). It fails open, counted with a
-reason in the trigger record, where the answer cannot be trusted: empty answers, timeouts,
-classes with dynamic attributes or unresolved bases (the analyzer says so), and receivers whose
-type Jedi would only guess (an unannotated parameter). Dunders are always allowed.
+class's text and the generated text assign (`self.x = ...`). It fails open, counted with a reason
+in the trigger record, where the answer cannot be trusted: empty answers, timeouts, classes with
+dynamic attributes or unresolved bases (the analyzer says so), and receivers whose type Jedi would
+only guess (an unannotated parameter). Dunders are always allowed.
 
 Analysis is asked through the analyzer interface (analysis/base.py: `ask` -> ticket, polled with
 `result(0)`); the only blocking waits (a host that cannot roll back, the row's end) go through
@@ -58,6 +60,10 @@ from .narrowing import Narrowing, is_dunder
 
 WAIT, NARROW, FREE, PENDING, SPEC = "wait", "narrow", "free", "pending", "spec"
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+# a line that binds a local (`x = ...`, `x: T = ...`, `for x in ...:`, `with ... as x:`)
+_BINDS = re.compile(r"([ \t]*)(?:([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)|for\s+([A-Za-z_]\w*)\s+in\b"
+                    r"|(?:async\s+)?with\b.*\bas\s+([A-Za-z_]\w*)\s*:\s*$)")
+_USED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.[A-Za-z_]")
 
 
 def _digest(text: str) -> str:
@@ -90,7 +96,7 @@ class DereferenceMonitor(Guide):
     def reset(self, row: RowView) -> None:
         ctx = row.context
         self.ctx = ctx
-        self._dot = token_flags(row.vocab)[0]
+        self._dot, self._newline = token_flags(row.vocab)
         self.prefix = getattr(ctx, "lex_prefix", "")
         self.lexer = Lexer(self.prefix)
         before, after = getattr(ctx, "before", ""), getattr(ctx, "after", "")
@@ -185,8 +191,9 @@ class DereferenceMonitor(Guide):
         rec = proposal.payload[1]
         rec.rolled_back = True
         rec.chosen = None
-        self.ticket, self.nar = None, None
-        self.state = WAIT
+        if rec is self.record:       # an owed answer's proposal leaves the current trigger alone
+            self.ticket, self.nar = None, None
+            self.state = WAIT
         self._snap_cache = None
 
     def final_upto(self, row: RowView) -> int:
@@ -247,11 +254,38 @@ class DereferenceMonitor(Guide):
             return              # a prefetch's answer (another splice) would serve the real question
         # Only receivers whose type is known up front: an unannotated parameter fails open.
         likely = [p for p in self._params if p in ("self", "cls") or p in self._annotations][:4]
-        likely += imported_names(self.ctx.before + "\n" + self.ctx.after)[:4]
+        # the names this function dots into already (a cursor context), most recent first
+        # (unannotated parameters excluded: they fail open without asking)
+        imported = imported_names(self.ctx.before + "\n" + self.ctx.after)
+        known = set(imported) | set(self._annotations) | {
+            next(n for n in m.groups()[1:] if n) for m in map(_BINDS.match, self.body_prefix.splitlines())
+            if m is not None}
+        likely += [n for n in dict.fromkeys(reversed(_USED.findall(self.body_prefix))) if n in known][:4]
+        likely += imported[:6]
         for p in dict.fromkeys(likely):
             sp = self.ctx.probe(p) if p != asked else None
             if sp is not None:
                 self.analyzer.ask(MembersQuery(sp, p, self._key(p, "", p + "."), prefetch=True))
+
+    def _prefetch_bound(self, row: RowView) -> None:
+        """A line just ended that binds a local (`x = make()`): ask in the background for its
+        members, as a statement of the next line, under the key the trigger `x.` will have —
+        the answer is then often in before the name after that dot is written."""
+        text = row.text
+        end = text.rfind("\n")
+        full = self.prefix + text[:end]           # the line may start before the row's text
+        line = full[full.rfind("\n") + 1:]
+        m = _BINDS.match(line)
+        if m is None or line.rstrip().endswith(("\\", ",", "(", "[", "{")) or \
+                sum(line.count(c) for c in "([{") != sum(line.count(c) for c in ")]}"):
+            return                          # no binding, or a statement still open
+        name = m.group(2) or m.group(3) or m.group(4)
+        if name in ("self", "cls", "_"):
+            return
+        indent = m.group(1) + ("    " if line.rstrip().endswith(":") else "")
+        upto = text[: end + 1] + indent + name + "."
+        at = self.ctx.splice(upto, drop=self._hold)
+        self.analyzer.ask(MembersQuery(at, name, self._key(name, upto, name + "."), prefetch=True))
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
@@ -386,12 +420,15 @@ class DereferenceMonitor(Guide):
 
     def advance(self, row: RowView, token: int) -> int | None:
         if self.state is WAIT and self._pending is None and not self._dot[token] and not self.late:
+            if self._newline[token] and self.speculate:
+                self._prefetch_bound(row)
             return None                     # the common free step: nothing to do
         self._snap_cache = None
         back = self._poll_late(row) if self.late else None
-        if back is None:
-            back = self._advance(row, token)
-        return back
+        # the token is consumed either way: a host that declines the owed answer's cut (replay)
+        # goes on with it; one that takes the cut restores an earlier checkpoint anyway
+        own = self._advance(row, token)
+        return back if back is not None else own
 
     def _advance(self, row: RowView, token: int) -> int | None:
         t = row.vocab.texts[token]
