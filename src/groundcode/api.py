@@ -2,6 +2,7 @@
 
     gen = Generator(model=None | "hf-id-or-path" | LoadedModel, monitor=MonitorConfig(),
                     prompt=PromptConfig(), tools=ToolConfig(enabled=True))   # tools: <COMP> calls
+    gen = Generator(model="http://HOST:PORT/v1", tokenizer="smollm2-135m")  # a remote server
     ctx = function_context(file, "Class.method", repo)   # a function body from signature+docstring
     ctx = cursor_context(file, line, col, repo)          # continue at a cursor (line 1-based, col 0-based)
     outs = gen.run([ctx, ...], SamplingConfig(...), n=1) # outs[i][j]: sample j of context i
@@ -46,6 +47,7 @@ class Generation:
     timings: dict = field(default_factory=dict)   # queue_ms, prefill_ms, first_token_ms,
                                                   # decode_ms, analysis_ms, total_ms
     stop: object = None                # a guide's Stop(reason, cut, payload) when finish_reason is "stop"
+    remote_requests: int | None = None # requests sent to a remote model's server (None: local model)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -61,15 +63,25 @@ class Generator:
 
     def __init__(self, model=None, monitor: MonitorConfig | None = None, device: str | None = None,
                  dtype: str | None = None, batch_rows: int = 16, prompt: PromptConfig | None = None,
-                 tools: ToolConfig | None = None):
+                 tools: ToolConfig | None = None, remote_model: str | None = None,
+                 tokenizer: str | None = None, remote_constraint: str = "auto",
+                 api_key: str | None = None):
+        """`model="http://HOST:PORT/v1"`: the model is an OpenAI-compatible server (vLLM,
+        llama.cpp, another `groundcode serve`; decoding/remote.py); `remote_model` names the
+        served model when there are several, `tokenizer` the local tokenizer that matches it."""
         from .decoding.engine import Engine
+        from .decoding.remote import RemoteEngine, is_remote, load_remote
         from .decoding.vocab import VocabIndex
         from .models.load import LoadedModel, load_model
-        self.lm = model if isinstance(model, LoadedModel) else load_model(model, device, dtype)
+        if is_remote(model):
+            self.lm = load_remote(model, remote_model, tokenizer, remote_constraint, api_key)
+        else:
+            self.lm = model if isinstance(model, LoadedModel) else load_model(model, device, dtype)
         self.monitor = monitor or MonitorConfig()
         self.tools = tools or ToolConfig()
         self.vocab = VocabIndex.for_tokenizer(self.lm.tokenizer)
-        self.engine = Engine(self.lm.model, self.lm.tokenizer, self.vocab)
+        self.engine = RemoteEngine(self.lm, self.vocab) if is_remote(model) else \
+            Engine(self.lm.model, self.lm.tokenizer, self.vocab)
         self.prompts = self.prompt_builder(prompt)
         self.block_sources: list = []      # callables ctx -> [PromptBlock]: model-only context
         self.batch_rows = batch_rows
@@ -145,6 +157,8 @@ class Generator:
         for a in self._analyzers.values():
             a.close()
         self._analyzers.clear()
+        if hasattr(self.engine, "close"):      # a remote model's HTTP client and thread pool
+            self.engine.close()
 
     def __enter__(self) -> "Generator":
         return self

@@ -2,6 +2,7 @@
 calls one library function; user errors print one line (exit 2), never a traceback.
 
     groundcode complete FILE:LINE:COL [--repo DIR] [--model ID|PATH] [--no-monitor] [--json]
+                   [--model http://HOST:PORT/v1 [--remote-model NAME] [--tokenizer NAME|PATH]]
     groundcode generate FILE:FUNCTION [--repo DIR] [--tool-tokens] [...]
     groundcode serve --workspace DIR [--model ID]      (HTTP server: server/cli.py)
     groundcode models list|pull|path                   (sub-app of models/)
@@ -101,7 +102,7 @@ def _print_triggers(gen, seconds: float) -> None:
 
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
-         sdk=True, keywords=True, python=None, declarations=False) -> None:
+         sdk=True, keywords=True, python=None, declarations=False, remote=None) -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -121,7 +122,8 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         if stream is None:      # stream to a terminal, print at the end into a pipe
             stream = not as_json and sys.stdout.isatty()
         with err.status("loading model…", spinner="dots") if not as_json else _null():
-            gen = Generator(model, monitor, device=device, dtype=dtype, prompt=prompt, tools=tools)
+            gen = Generator(model, monitor, device=device, dtype=dtype, prompt=prompt, tools=tools,
+                            **_remote_kw(model, remote))
         with gen:
             if stream and not as_json:
                 live = _Stream(ctx)
@@ -222,6 +224,29 @@ _TOOL_P = typer.Option(None, "--tool-threshold", help="also call when p(<COMP>) 
 _TOOL_H = typer.Option(None, "--tool-entropy", help="zero-shot tool calls (any model): at name starts whose next-token entropy >= this many nats")
 
 
+_REMOTE_MODEL = typer.Option(None, "--remote-model", help="with --model http://HOST:PORT/v1: the served "
+                             "model's name (when the server serves several)")
+_TOKENIZER = typer.Option(None, "--tokenizer", help="with --model http://…: the local tokenizer of the "
+                          "served model (registry name, tiny or a path; default: the served name when it is "
+                          "one, else the registry default's)")
+_CONSTRAINT = typer.Option("auto", "--remote-constraint", help="with --model http://…: how constrained "
+                           "steps are sent: auto, logit_bias, allowed_token_ids (vLLM) or none")
+
+
+def _remote_kw(model, remote) -> dict:
+    """Generator keywords of a remote model (--model http://…): {} for a local one; the remote
+    flags without a URL are an error."""
+    from .decoding.remote import is_remote
+    remote_model, tokenizer, constraint = remote or (None, None, "auto")
+    if not is_remote(model):
+        if remote_model or tokenizer or constraint != "auto":
+            raise GroundcodeError("--remote-model, --tokenizer and --remote-constraint go with "
+                                  "--model http://HOST:PORT/v1")
+        return {}
+    return {"remote_model": remote_model, "tokenizer": tokenizer, "remote_constraint": constraint,
+            "api_key": os.environ.get("GROUNDCODE_REMOTE_API_KEY")}
+
+
 def _tools(tool_tokens: bool, threshold, entropy):
     from .config import ToolConfig
     return ToolConfig(enabled=tool_tokens or entropy is not None, threshold=threshold, entropy=entropy)
@@ -239,7 +264,8 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
              no_keywords: bool = _NOKW, python: Optional[str] = _PYTHON,
-             declarations: bool = _DECL) -> None:
+             declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
+             tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT) -> None:
     """Continue the code at a cursor (the rest of that line is replaced). Prints, never writes."""
     from .api import cursor_context
     from .repo import parse_file_position
@@ -250,7 +276,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
-         declarations=declarations)
+         declarations=declarations, remote=(remote_model, tokenizer, remote_constraint))
 
 
 @app.command()
@@ -266,7 +292,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
              no_keywords: bool = _NOKW, python: Optional[str] = _PYTHON,
-             declarations: bool = _DECL) -> None:
+             declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
+             tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT) -> None:
     """Write a function's body from its signature and docstring (printed, not written back)."""
     from .api import function_context
     from .repo import parse_file_function
@@ -277,7 +304,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
-         declarations=declarations)
+         declarations=declarations, remote=(remote_model, tokenizer, remote_constraint))
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:

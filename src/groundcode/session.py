@@ -46,11 +46,18 @@ class Request:
     monitor: MonitorConfig | None = None
     tools: ToolConfig | None = None
     prompt: PromptConfig | None = None
+    # The model as is (what a remote back end sends to `groundcode serve`): a prompt of token ids
+    # (no prompt building, no implied guides but the stop strings), and a bias per token id
+    # added to its logit (+100 / -100 everywhere: allowed / banned ids exactly, as a mask).
+    prompt_ids: tuple | None = None      # token ids, instead of context= or prompt_text=
+    logit_bias: tuple = ()               # ((token id, bias), ...)
 
     def check(self) -> None:
         """GroundcodeError (one line) for a request that cannot be served."""
-        if (self.context is None) == (self.prompt_text is None):
-            raise GroundcodeError("a request needs exactly one of context= and prompt_text=")
+        if sum(x is not None for x in (self.context, self.prompt_text, self.prompt_ids)) != 1:
+            raise GroundcodeError("a request needs exactly one of context=, prompt_text= and prompt_ids=")
+        if self.prompt_ids is not None and (not self.prompt_ids or self.suffix_text is not None):
+            raise GroundcodeError("prompt_ids= needs at least one token id and no suffix_text=")
         if self.suffix_text is not None and self.prompt_text is None:
             raise GroundcodeError("suffix_text= goes with prompt_text= (a context carries its own suffix)")
         if not isinstance(self.n, int) or self.n < 1:
@@ -176,6 +183,8 @@ class Session:
     def __init__(self, generator, max_rows: int | None = None, prefix_cache_bytes: int = 512 << 20,
                  prefill_chunk: int = 256):
         from .decoding.scheduler import Scheduler
+        if getattr(getattr(generator, "engine", None), "remote", False):
+            from .decoding.remote import RemoteScheduler as Scheduler   # the model is a server
         self.generator = generator
         self._sched = Scheduler(generator, max_rows=max_rows or getattr(generator, "batch_rows", 16),
                                 prefix_cache_bytes=prefix_cache_bytes, prefill_chunk=prefill_chunk)

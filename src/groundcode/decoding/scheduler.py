@@ -83,7 +83,7 @@ class Scheduler:
         self.max_rows = max(1, int(max_rows))
         self.prefill_chunk = max(1, int(prefill_chunk))
         self.prefix_cache = PrefixCache(prefix_cache_bytes)
-        self.batch = Batch(self.engine)
+        self.batch = self._new_batch()
         self._q: queue.Queue = queue.Queue()
         self._waiting: deque = deque()
         self._prefilling: _Job | None = None
@@ -91,6 +91,13 @@ class Scheduler:
         self._builders: dict = {}
         self._thread = threading.Thread(target=self._run, name="groundcode-scheduler", daemon=True)
         self._thread.start()
+
+    # -- the back end (decoding/remote.py overrides these) ----------------------------------------
+    def _new_batch(self):
+        return Batch(self.engine)
+
+    def _new_prefill(self, ids: list[int]):
+        return Prefill(self.engine, ids, self.prefix_cache, self.prefill_chunk)
 
     # -- outside the thread -------------------------------------------------------------------
     def put(self, stream) -> None:
@@ -216,22 +223,29 @@ class Scheduler:
 
         from ..config import PromptConfig
         from ..context import CodeContext
+        from .guides.logit_bias import LogitBias
         from .guides.registry import GuideSpec, build, default_names
+        from .guides.stop_strings import StopStrings
         req = job.request
         job.t_admit = time.perf_counter()
         try:
             gen = job.gen = self.gen.view(req.monitor, req.tools)
             pconf = req.prompt or gen.prompts.config
             grounded = req.context is not None
+            raw = req.prompt_ids is not None      # token ids: the model as is (a remote back end)
             if grounded:
                 ctx = req.context
             else:
-                ctx = CodeContext(path="<prompt>", repo=".", before=req.prompt_text,
+                ctx = CodeContext(path="<prompt>", repo=".", before=req.prompt_text or "",
                                   after=req.suffix_text or "", scope="<prompt>", kind="cursor")
                 pconf = replace(pconf, fim="on" if req.suffix_text is not None else "off")
-            builder = self._builder(pconf)
-            every = [b for src in gen.block_sources for b in src(ctx)] + list(req.blocks)
-            prompt = builder.build(ctx, req.sampling.max_new_tokens, every)
+            if raw:
+                from .prompt import Prompt
+                prompt = Prompt(ids=list(req.prompt_ids))
+            else:
+                builder = self._builder(pconf)
+                every = [b for src in gen.block_sources for b in src(ctx)] + list(req.blocks)
+                prompt = builder.build(ctx, req.sampling.max_new_tokens, every)
             row_ctx = ctx.continued(prompt.owed)
             names = req.guides if req.guides is not None else (
                 default_names(gen.monitor, gen.tools) if grounded else ())
@@ -240,8 +254,15 @@ class Scheduler:
             job.ctx, job.row_ctx, job.prompt = ctx, row_ctx, prompt
             n = 1 if job.warm else req.n
             for j in range(n):
-                guides = [] if job.warm else build(names, GuideSpec(gen, row_ctx, prompt, req.sampling,
-                                                                    tuple(req.stop), grounded))
+                if job.warm:
+                    guides = []
+                elif raw:       # no healing, block ends or repetition stops: the stop strings only
+                    guides = [StopStrings(req.stop)] if any(req.stop) else []
+                else:
+                    guides = build(names, GuideSpec(gen, row_ctx, prompt, req.sampling,
+                                                    tuple(req.stop), grounded))
+                if req.logit_bias and not job.warm:
+                    guides.insert(0, LogitBias(req.logit_bias))
                 spec = RowSpec(prompt.ids, row_ctx, guides, req.sampling.seed + j, id=(job, j),
                                stop_ids=prompt.stop_ids)
                 r = self.engine.row(spec, req.sampling, len(self.batch.rows) + j)
@@ -249,7 +270,7 @@ class Scheduler:
                 r.job = job
                 job.rows.append(r)
             job.final_text, job.emitted, job.left = [""] * n, [""] * n, n
-            job.prefill = Prefill(self.engine, prompt.ids, self.prefix_cache, self.prefill_chunk)
+            job.prefill = self._new_prefill(prompt.ids)
             return True
         except Exception as exc:
             self._error(job, exc)
@@ -344,7 +365,7 @@ class Scheduler:
         jobs = {id(r.job): r.job for r in self.batch.rows}
         for job in jobs.values():
             self._error(job, exc)
-        self.batch = Batch(self.engine)
+        self.batch = self._new_batch()
 
     def _fail_all(self, message: str) -> None:
         err = GroundcodeError(message)

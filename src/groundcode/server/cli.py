@@ -24,7 +24,16 @@ def serve_cmd(
                                          help="a directory whose files requests may name (repeatable); "
                                               "its analyzer is prewarmed at start"),
     model: Optional[str] = typer.Option(None, "--model", "-m",
-                                        help="registry name, tiny, a local path or an HF id"),
+                                        help="registry name, tiny, a local path, an HF id, or "
+                                             "http://HOST:PORT/v1 (another OpenAI-compatible server)"),
+    remote_model: Optional[str] = typer.Option(None, "--remote-model",
+                                               help="with --model http://…: the served model's name"),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer",
+                                            help="with --model http://…: the served model's local "
+                                                 "tokenizer (registry name, tiny or a path)"),
+    remote_constraint: str = typer.Option("auto", "--remote-constraint",
+                                          help="with --model http://…: auto, logit_bias, "
+                                               "allowed_token_ids or none"),
     host: str = typer.Option("127.0.0.1", "--host", help="address to bind (loopback by default)"),
     port: int = typer.Option(8012, "--port", help="TCP port (llama.vim's default is 8012)"),
     api_key: Optional[str] = typer.Option(None, "--api-key", envvar="GROUNDCODE_API_KEY",
@@ -66,7 +75,8 @@ def serve_cmd(
                         max_concurrency=max_concurrency, queue=queue, deadline_s=deadline,
                         max_body_bytes=max_body, max_tokens_cap=max_tokens, device=device,
                         dtype=dtype, analysis_deadline_s=analysis_deadline,
-                        prewarm=not no_prewarm)
+                        prewarm=not no_prewarm, remote_model=remote_model, tokenizer=tokenizer,
+                        remote_constraint=remote_constraint)
     with err.status("loading model…", spinner="dots"):
         service = Service(opts)
     app = create_app(service)

@@ -32,7 +32,7 @@ class GroundcodeField(_Strict):
 
 class CompletionRequest(_Strict):
     model: Optional[str] = None                     # accepted, ignored: one model is served
-    prompt: Union[str, list[str]] = ""
+    prompt: Union[str, list[str], list[int], list[list[int]]] = ""   # text, or token ids
     suffix: Optional[str] = None
     max_tokens: int = Field(16, ge=1)
     temperature: float = Field(0.0, ge=0, le=2)     # 0 (greedy) unless asked: code, not prose
@@ -42,13 +42,13 @@ class CompletionRequest(_Strict):
     seed: Optional[int] = None
     stream: bool = False
     stream_options: Optional[dict[str, Any]] = None  # {"include_usage": true}
+    logit_bias: Optional[dict[str, float]] = None   # token id -> bias added to its logit
     # named by the OpenAI API; only their neutral values are served (service.py)
     logprobs: Optional[int] = None
     echo: bool = False
     best_of: Optional[int] = None
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
-    logit_bias: Optional[dict[str, float]] = None
     user: Optional[str] = None
     groundcode: Optional[GroundcodeField] = None
 

@@ -77,8 +77,12 @@ class Service:
             raise GroundcodeError("--max-concurrency must be >= 1, --queue >= 0, --deadline > 0")
         if generator is None:
             from ..api import Generator
+            from ..decoding.remote import is_remote
+            remote = {"remote_model": opts.remote_model, "tokenizer": opts.tokenizer,
+                      "remote_constraint": opts.remote_constraint,
+                      "api_key": os.environ.get("GROUNDCODE_REMOTE_API_KEY")} if is_remote(opts.model) else {}
             generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s),
-                                  device=opts.device, dtype=opts.dtype)
+                                  device=opts.device, dtype=opts.dtype, **remote)
         self.gen = generator
         self.session = self.gen.session        # shared with anything else using this generator
         self.workspace = None
@@ -177,17 +181,22 @@ class Service:
 
     def completion(self, b: CompletionRequest) -> Prepared:
         prompt = b.prompt
-        if isinstance(prompt, list):
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):
             if len(prompt) != 1:
-                raise ClientError("prompt: send one string (a batch of prompts is not served)")
+                raise ClientError("prompt: send one prompt (a batch of prompts is not served)")
             prompt = prompt[0]
         for name, bad in (("logprobs", b.logprobs not in (None, 0)), ("echo", b.echo),
                           ("best_of", b.best_of not in (None, 1, b.n)),
                           ("presence_penalty", b.presence_penalty != 0),
-                          ("frequency_penalty", b.frequency_penalty != 0),
-                          ("logit_bias", bool(b.logit_bias))):
+                          ("frequency_penalty", b.frequency_penalty != 0)):
             if bad:
                 raise ClientError(f"{name} is not supported by groundcode (leave it at its default)")
+        bias = self._logit_bias(b.logit_bias)
+        if isinstance(prompt, list):              # token ids: the model as is (a remote back end)
+            return self._token_prompt(b, prompt, bias)
+        if bias and b.groundcode is not None:
+            raise ClientError("logit_bias goes with plain decoding, not with groundcode.path "
+                              "(the grounding guides constrain the tokens themselves)")
         stop = [b.stop] if isinstance(b.stop, str) else list(b.stop or [])
         if len(stop) > MAX_STOP or any(not s for s in stop):
             raise ClientError(f"stop: at most {MAX_STOP} non-empty strings")
@@ -207,9 +216,42 @@ class Service:
             req = self._request(context=ctx, sampling=sampling, n=b.n, stop=tuple(stop))
             return Prepared(req, True, self.relative(real), n=b.n, fim=suffix is not None)
         req = self._request(prompt_text=prompt, suffix_text=suffix, sampling=sampling, n=b.n,
-                            stop=tuple(stop))
+                            stop=tuple(stop), logit_bias=bias)
         return Prepared(req, False, None, "no groundcode.path in the request: plain decoding",
                         n=b.n, fim=suffix is not None)
+
+    def _logit_bias(self, bias) -> tuple:
+        """OpenAI's logit_bias: token ids (as strings) of this model's vocabulary, biases in
+        [-100, 100]; ((id, bias), ...)."""
+        if not bias:
+            return ()
+        width = int(self.gen.vocab.size)
+        out = []
+        for k, v in bias.items():
+            if not str(k).isdigit() or not int(k) < width:
+                raise ClientError(f"logit_bias: {k!r} is not a token id of this model (0..{width - 1})")
+            if not -100 <= v <= 100:
+                raise ClientError(f"logit_bias[{k}]: {v} is outside [-100, 100]")
+            out.append((int(k), float(v)))
+        return tuple(out)
+
+    def _token_prompt(self, b: CompletionRequest, ids: list, bias: tuple) -> Prepared:
+        """`prompt: [token ids]`: decoded as is, with no prompt building and no grounding."""
+        width = int(self.gen.vocab.size)
+        if not ids or any(not isinstance(t, int) or not 0 <= t < width for t in ids):
+            raise ClientError(f"prompt: token ids must be integers in 0..{width - 1}")
+        if len(ids) + b.max_tokens > self.context_length:
+            raise ClientError(f"prompt: {len(ids)} tokens + max_tokens {b.max_tokens} exceed the "
+                              f"model's window ({self.context_length})")
+        if b.suffix or b.groundcode is not None:
+            raise ClientError("a prompt of token ids takes no suffix and no groundcode.path")
+        stop = [b.stop] if isinstance(b.stop, str) else list(b.stop or [])
+        if len(stop) > MAX_STOP or any(not s for s in stop):
+            raise ClientError(f"stop: at most {MAX_STOP} non-empty strings")
+        sampling = self._sampling(b.max_tokens, b.temperature, b.top_p, b.seed, n=b.n)
+        req = self._request(prompt_ids=tuple(ids), sampling=sampling, n=b.n, stop=tuple(stop),
+                            logit_bias=bias)
+        return Prepared(req, False, None, "a prompt of token ids: plain decoding", n=b.n)
 
     def infill(self, b: InfillRequest) -> Prepared:
         from ..decoding.prompt import PromptBlock

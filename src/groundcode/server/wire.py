@@ -24,6 +24,15 @@ def finish_reason(reason: str | None) -> str:
     return _FINISH.get(reason or "", "stop")
 
 
+def stop_reason(gen) -> str | None:
+    """vLLM's `stop_reason`: the stop string that ended the text (None: end of text or the
+    length limit), so a client can tell a stop string from the end of text."""
+    st = getattr(gen, "stop", None)
+    if st is not None and st.reason == "stop_string" and isinstance(st.payload, str):
+        return st.payload
+    return None
+
+
 def trigger_json(t) -> dict:
     return t.to_json() if hasattr(t, "to_json") else dict(t)
 
@@ -64,6 +73,7 @@ def openai_completion(out, prep, model: str, rid: str, created: int) -> dict:
     for i, g in enumerate(out.generations):
         choices.append({"text": g.completion if g else "", "index": i, "logprobs": None,
                         "finish_reason": finish_reason(g.finish_reason if g else None),
+                        "stop_reason": stop_reason(g),
                         "groundcode": grounding(prep, g, out.triggers[i]) if g else None})
     return {"id": rid, "object": "text_completion", "created": created, "model": model,
             "choices": choices, "usage": usage(out.generations),

@@ -17,6 +17,7 @@ class StopStrings(Guide):
 
     def reset(self, row: RowView) -> None:
         self._cut: int | None = None
+        self._which: str | None = None
         self._seen = 0                      # text before this index was searched already
 
     def snapshot(self):
@@ -42,8 +43,10 @@ class StopStrings(Guide):
         hits = [i for i in (text.find(s, start) for s in self.stops) if i >= 0]
         if hits:
             self._cut = min(hits)
+            self._which = next(s for s in self.stops if text.find(s, start) == self._cut)
         self._seen = len(text)
         return None
 
     def stop(self, row: RowView) -> Stop | None:
-        return None if self._cut is None else Stop("stop_string", cut=self._cut)
+        # payload: the stop string found (OpenAI servers such as vLLM answer it as stop_reason)
+        return None if self._cut is None else Stop("stop_string", cut=self._cut, payload=self._which)

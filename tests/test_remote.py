@@ -1,0 +1,145 @@
+"""The remote model back end (decoding/remote.py) against a real `groundcode serve --model tiny`
+subprocess on 127.0.0.1 (grounding off there: a plain model server, no workspace):
+
+- `groundcode complete … --model http://…/v1 --tokenizer tiny --json` grounds the completion
+  here: its first trigger is constrained and chose a member of Cart; requests are counted;
+- with no trigger (monitor off), remote and local greedy decoding of the same model and context
+  give the same text, through several chunks (the server stops at every dot);
+- the server's side of it: `logit_bias` (+100 keeps exactly those ids, -100 bans them) and
+  token-id prompts in POST /v1/completions, and `stop_reason`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CART_MEMBERS = {"owner", "registry", "add", "last"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+                HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+
+
+@pytest.fixture(scope="module")
+def remote():
+    """`python -m groundcode serve --model tiny` (no workspace), stopped at the end."""
+    import httpx
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "groundcode", "serve", "--model", "tiny",
+                             "--port", str(port), "--max-concurrency", "4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env())
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while True:
+        try:
+            if httpx.get(base + "/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            raise RuntimeError("groundcode serve did not start: " + proc.stdout.read().decode()[-2000:])
+        time.sleep(0.3)
+    yield base + "/v1"
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_cli_complete_through_a_remote_server_is_grounded(remote, shop_repo):
+    cart = shop_repo / "shop" / "cart.py"
+    out = subprocess.run([sys.executable, "-m", "groundcode", "complete", f"{cart}:11:13",
+                          "--repo", str(shop_repo), "--model", remote, "--tokenizer", "tiny",
+                          "--json"], capture_output=True, text=True, env=_env(), timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    d = json.loads(out.stdout)
+    first = d["triggers"][0]
+    assert first["receiver"] == "self" and first["constrained"] is True
+    assert first["chosen"] in CART_MEMBERS
+    assert d["model"] == f"tiny@{remote}"
+    assert d["remote_requests"] >= 2                # a free chunk, then constrained steps
+    print(f"remote: {d['remote_requests']} requests for {d['tokens']} tokens, {d['seconds']} s")
+
+
+def test_remote_and_local_greedy_text_agree_without_triggers(remote, shop_repo):
+    from groundcode.api import Generator, cursor_context
+    from groundcode.config import MonitorConfig, SamplingConfig
+    off = MonitorConfig(enabled=False)
+    ctxs = [cursor_context(shop_repo / "shop" / "cart.py", 12, 8, shop_repo),
+            cursor_context(shop_repo / "shop" / "cart.py", 16, 8, shop_repo)]
+    sampling = SamplingConfig(max_new_tokens=48, stop="line")
+    with Generator("tiny", off) as local, Generator(remote, off, tokenizer="tiny") as far:
+        want = [o[0] for o in local.run(ctxs, sampling)]
+        got = [o[0] for o in far.run(ctxs, sampling)]
+    for w, g in zip(want, got):
+        assert g.completion == w.completion and g.finish_reason == w.finish_reason
+        assert w.remote_requests is None and g.remote_requests >= 1
+        assert not g.triggers
+
+
+def test_remote_model_errors_are_one_line(remote):
+    from groundcode.api import Generator
+    from groundcode.errors import GroundcodeError
+    with pytest.raises(GroundcodeError, match="does not serve 'other'"):
+        Generator(remote, remote_model="other", tokenizer="tiny")
+    port = _free_port()
+    with pytest.raises(GroundcodeError, match="cannot connect"):
+        Generator(f"http://127.0.0.1:{port}/v1", tokenizer="tiny")
+
+
+# -- the server's side: token prompts, logit_bias, stop_reason ----------------------------------------
+
+def _ids(text: str) -> list[int]:
+    from groundcode.models.load import tiny_model_path
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_path()))
+    return tok(text, add_special_tokens=False)["input_ids"], tok
+
+
+def test_logit_bias_keeps_or_bans_token_ids(remote):
+    import httpx
+    prompt, tok = _ids("class Cart:\n    def add(self, item):\n        return self")
+    body = {"prompt": prompt, "max_tokens": 1, "temperature": 0}
+    free = httpx.post(remote + "/completions", json=body, timeout=60).json()["choices"][0]["text"]
+    free_id = tok(free, add_special_tokens=False)["input_ids"][0]
+    allowed = [a for a in range(200, 400) if a != free_id and tok.decode([a]).strip()][:2]
+    kept = httpx.post(remote + "/completions", timeout=60, json={
+        **body, "logit_bias": {str(a): 100 for a in allowed}}).json()["choices"][0]["text"]
+    assert kept in {tok.decode([a]) for a in allowed}
+    banned = httpx.post(remote + "/completions", timeout=60, json={
+        **body, "logit_bias": {str(free_id): -100}}).json()["choices"][0]["text"]
+    assert banned != free
+    r = httpx.post(remote + "/completions", timeout=60, json={**body, "logit_bias": {"x": 100}})
+    assert r.status_code == 400 and "token id" in r.json()["error"]["message"]
+    r = httpx.post(remote + "/completions", timeout=60, json={**body, "prompt": [10 ** 9]})
+    assert r.status_code == 400
+
+
+def test_token_prompt_and_stop_reason(remote):
+    import httpx
+    prompt, _ = _ids("import os\nx = os")
+    long = httpx.post(remote + "/completions", timeout=60, json={
+        "prompt": prompt, "max_tokens": 24, "temperature": 0}).json()["choices"][0]
+    cut = httpx.post(remote + "/completions", timeout=60, json={
+        "prompt": prompt, "max_tokens": 24, "temperature": 0, "stop": ["."]}).json()["choices"][0]
+    if "." in long["text"]:
+        assert cut["text"] == long["text"][: long["text"].index(".")]
+        assert cut["finish_reason"] == "stop" and cut["stop_reason"] == "."
+    else:
+        assert cut["text"] == long["text"] and cut["stop_reason"] is None
