@@ -182,9 +182,10 @@ class Session:
 
     def __init__(self, generator, max_rows: int | None = None, prefix_cache_bytes: int = 512 << 20,
                  prefill_chunk: int = 256):
-        from .decoding.scheduler import Scheduler
         if getattr(getattr(generator, "engine", None), "remote", False):
             from .decoding.remote import RemoteScheduler as Scheduler   # the model is a server
+        else:
+            from .decoding.scheduler import Scheduler
         self.generator = generator
         self._sched = Scheduler(generator, max_rows=max_rows or getattr(generator, "batch_rows", 16),
                                 prefix_cache_bytes=prefix_cache_bytes, prefill_chunk=prefill_chunk)

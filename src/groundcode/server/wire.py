@@ -146,12 +146,15 @@ def infill_warm_answer(prep, model: str, warm_ms: float) -> dict:
 
 
 def code_answer(gen, triggers, prep, model: str) -> dict:
-    return {"completion": gen.completion, "finish_reason": gen.finish_reason,
-            "triggers": [trigger_json(t) for t in final_triggers(gen, triggers)],
-            "timings": timings_json(gen), "tokens": int(gen.tokens),
-            "prompt_tokens": int(getattr(gen, "prompt_tokens", 0) or 0),
-            "tokens_cached": int(getattr(gen, "tokens_cached", 0) or 0),
-            "path": prep.path, "grounded": True, "model": model}
+    d = {"completion": gen.completion, "finish_reason": gen.finish_reason,
+         "triggers": [trigger_json(t) for t in final_triggers(gen, triggers)],
+         "timings": timings_json(gen), "tokens": int(gen.tokens),
+         "prompt_tokens": int(getattr(gen, "prompt_tokens", 0) or 0),
+         "tokens_cached": int(getattr(gen, "tokens_cached", 0) or 0),
+         "path": prep.path, "grounded": True, "model": model}
+    if getattr(gen, "remote_requests", None) is not None:    # a server in front of another one
+        d["remote_requests"] = int(gen.remote_requests)
+    return d
 
 
 def sse(obj) -> bytes:
