@@ -174,10 +174,12 @@ class RemoteEngine:
         try:
             out = self.client.complete(self._prompt(ids, mode), max_tokens, sampling.temperature,
                                        sampling.top_p, seed, **kw)
-        except Refused:
+        except GroundcodeError:
             if self.prompt_mode is not None:
                 raise
-            mode = "text"                  # a server that takes text prompts only
+            # a server that takes text prompts only (llama-cpp-python answers a token prompt
+            # with a 500 of pydantic's validation errors, not a 4xx)
+            mode = "text"
             out = self.client.complete(self._prompt(ids, mode), max_tokens, sampling.temperature,
                                        sampling.top_p, seed, **kw)
         self.prompt_mode = mode
