@@ -314,7 +314,9 @@ class RemoteBatch(Batch):
         # -- 1. masks, 2. the proposal, 3. verify, 4. accept ------------------------------------------
         allowed, n = None, 0
         while r.live and n < PER_STEP:
-            if v.forced:
+            if v.forced:                       # a guide's tokens replace the proposal
+                r.pending.clear()
+                r.after = None
                 self._row_step(r, i, None, True, events)
                 n += 1
                 continue
@@ -360,6 +362,12 @@ class RemoteBatch(Batch):
             left = min(CHUNK_TOKENS, s.max_new_tokens - len(v.tokens))
             r.future = eng.pool.submit(lambda: ("chunk", eng.chunk(ids, left, s, seed)))
         return n > 0
+
+    def _fail(self, r: Row, exc: Exception) -> None:
+        if isinstance(exc, GroundcodeError):   # the server's answer: its own one line
+            r.finish, r.error = "error", (str(exc).splitlines() or [""])[0]
+        else:
+            super()._fail(r, exc)
 
     def _cut(self, r: Row, length: int, winners: list) -> None:
         """A rollback: the guides and the row go back (checkpoints.py); the proposal is dropped
