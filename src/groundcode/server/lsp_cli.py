@@ -20,7 +20,8 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             workspace: List[Path] = typer.Option([], "--workspace", "-w", help="analyzer root "
                                                  "(repeatable; the editor's workspace folders are added)"),
             device: Optional[str] = typer.Option(None, help="cpu, cuda, ..."),
-            dtype: Optional[str] = typer.Option(None, help="float32, bfloat16, float16"),
+            dtype: Optional[str] = typer.Option(None, help="float32, bfloat16, float16 (default: bfloat16 "
+                                                "on a CPU with AVX512-BF16/AMX, else float32; bfloat16 on CUDA)"),
             max_new_tokens: int = typer.Option(64, "--max-new-tokens", "-n", help="cap per completion; "
                                                "a completion normally ends at its line, statement or block"),
             stop: str = typer.Option("auto", "--stop", help="auto: a block after a ':' that opens one, "
@@ -74,7 +75,9 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
 
     def load():
         from ..api import Generator
-        return Generator(model, MonitorConfig(enabled=not no_monitor), device=device, dtype=dtype)
+        from ..models.load import serving_dtype
+        return Generator(model, MonitorConfig(enabled=not no_monitor), device=device,
+                         dtype=serving_dtype(dtype, device))
 
     completer = Completer(load, workspace, max_new_tokens=max_new_tokens, debounce_s=debounce_ms / 1000,
                           deadline_s=deadline, stop=stop, python=python)

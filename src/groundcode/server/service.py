@@ -81,8 +81,10 @@ class Service:
             remote = {"remote_model": opts.remote_model, "tokenizer": opts.tokenizer,
                       "remote_constraint": opts.remote_constraint,
                       "api_key": os.environ.get("GROUNDCODE_REMOTE_API_KEY")} if is_remote(opts.model) else {}
+            from ..models.load import serving_dtype
+            dtype = opts.dtype if remote else serving_dtype(opts.dtype, opts.device)
             generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s),
-                                  device=opts.device, dtype=opts.dtype, **remote)
+                                  device=opts.device, dtype=dtype, **remote)
         self.gen = generator
         self.session = self.gen.session        # shared with anything else using this generator
         self.workspace = None

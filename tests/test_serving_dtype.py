@@ -1,0 +1,80 @@
+"""The dtype `groundcode serve` and `groundcode lsp` load without --dtype (models/load.py's
+serving_dtype): bfloat16 on a CPU with native bfloat16, the loader's default elsewhere, an
+explicit --dtype always; and that both servers actually pass it to the Generator."""
+from __future__ import annotations
+
+import pytest
+
+from groundcode.errors import GroundcodeError
+from groundcode.models import load
+
+ZEN4 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni\n"
+OLD = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f\n"
+SPR = "processor\t: 0\nflags\t\t: fpu avx512f amx_bf16 amx_tile\n"
+
+
+def test_cpu_flags_are_read():
+    assert load.cpu_has_bf16(ZEN4) and load.cpu_has_bf16(SPR)
+    assert not load.cpu_has_bf16(OLD) and not load.cpu_has_bf16("")
+
+
+def test_default_is_bfloat16_on_a_bf16_cpu_and_float32_elsewhere(monkeypatch):
+    import torch
+    monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: True)
+    assert load.serving_dtype(None, "cpu") == "bfloat16"
+    assert load.serving_dtype("auto", "cpu") == "bfloat16"
+    assert load.serving_dtype("float32", "cpu") == "float32"      # explicit wins
+    monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: False)
+    assert load.serving_dtype(None, "cpu") is None                 # the loader's default:
+    assert load.pick_dtype(None, "cpu") == torch.float32           # float32 on that CPU
+    assert load.serving_dtype("bfloat16", "cpu") == "bfloat16"
+
+
+def test_bfloat16_default_loads_and_generates(monkeypatch):
+    from groundcode.api import Generator
+    from groundcode.config import SamplingConfig
+    from groundcode.session import Request
+    monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: True)
+    with Generator("tiny", device="cpu", dtype=load.serving_dtype(None, "cpu")) as gen:
+        assert gen.lm.dtype == "bfloat16"
+        g = gen.session.submit(Request(prompt_text="def add(a, b):\n    return",
+                                       sampling=SamplingConfig(max_new_tokens=4))).result(timeout=120)[0]
+        assert g.tokens >= 1 and g.finish_reason != "error"
+
+
+class _Seen(Exception):
+    pass
+
+
+def _capture(monkeypatch):
+    seen = {}
+
+    def fake(model=None, monitor=None, device=None, dtype=None, **kw):
+        seen.update(model=model, device=device, dtype=dtype)
+        raise _Seen()
+    import groundcode.api
+    monkeypatch.setattr(groundcode.api, "Generator", fake)
+    return seen
+
+
+def test_serve_passes_the_default(monkeypatch, tmp_path):
+    from groundcode.server.options import ServeOptions
+    from groundcode.server.service import Service
+    monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: True)
+    seen = _capture(monkeypatch)
+    with pytest.raises(_Seen):
+        Service(ServeOptions(workspaces=[tmp_path], model="tiny", device="cpu"))
+    assert seen["dtype"] == "bfloat16"
+    with pytest.raises(_Seen):
+        Service(ServeOptions(workspaces=[tmp_path], model="tiny", device="cpu", dtype="float32"))
+    assert seen["dtype"] == "float32"
+
+
+def test_lsp_passes_the_default(monkeypatch, tmp_path):
+    from groundcode.server.lsp_cli import _prepare
+    monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: True)
+    seen = _capture(monkeypatch)
+    completer, _ = _prepare("tiny", [tmp_path], "cpu", None, 16, "auto", 0.0, 5.0, None, False)
+    with pytest.raises(GroundcodeError):        # the fake Generator "failed" after recording
+        completer.generator(timeout=30)
+    assert seen["dtype"] == "bfloat16"
