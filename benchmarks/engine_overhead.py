@@ -8,6 +8,8 @@
     downloaded with `pip download --no-deps`, never installed) are teacher-forced through the
     engine twice — plain and monitored — so triggers happen at real positions and both runs do
     identical model work; the difference is the monitor (Jedi analysis, masks, bookkeeping).
+    Each is replayed against the healed prompt: the reference is what the row writes after
+    `ctx.continued(owed)`, the body's line break and indentation included.
 
     .venv/bin/python benchmarks/engine_overhead.py [--model ID|PATH] [--package click==8.1.7]
                                                     [--functions 40]
@@ -146,15 +148,17 @@ def replay(gen_plain, gen_mon, contexts) -> dict:
     triggers = failed = hits = 0
     analysis_ms = 0.0
     for k, ctx in enumerate(contexts):
-        ref = tok(ctx.reference, add_special_tokens=False)["input_ids"]   # token healing: the
-        # rows re-write the body's indentation, so the replay starts with it
-        s = SamplingConfig(max_new_tokens=len(ref) + 1)
+        s = SamplingConfig(max_new_tokens=256)
         times = {}
         order = [("plain", gen_plain), ("monitored", gen_mon)]
         if k % 2:
             order.reverse()
         for name, g in order:
             spec = g.specs([ctx], s)[0][0]
+            # token healing: the row starts where the healed prompt ends (ctx.continued(owed)),
+            # so it re-writes what the prompt gave back (the line break and the indentation)
+            body = (ctx.before + ctx.reference)[len(spec.context.before):]
+            ref = tok(body, add_special_tokens=False)["input_ids"]
             t0 = time.perf_counter()
             out = replay_row(g.engine, spec, ref, s)
             times[name] = time.perf_counter() - t0
