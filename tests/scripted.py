@@ -102,3 +102,15 @@ def planted(target: str):
                 return "".join(t[k + 1:]) or None
         return "".join(t[len(g):]) or None
     return rules
+
+
+def scripted_generator(tiny_lm, target: str):
+    """A Generator (monitor on) over a ScriptedLM of `tiny_lm` planted to write `target`."""
+    from groundcode.api import Generator
+    from groundcode.config import MonitorConfig
+    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.models.load import LoadedModel
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    lm = LoadedModel(ScriptedLM(tiny_lm, vocab, planted(target)), tiny_lm.tokenizer, "scripted", "cpu",
+                     "float32")
+    return Generator(lm, MonitorConfig(enabled=True))

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from groundcode.cli import app
 from groundcode.config import SamplingConfig
 from groundcode.context import cursor_context, function_context
+from fake_analyzer import FakeBase
 
 runner = CliRunner()
 
@@ -46,15 +47,8 @@ def test_complete_at_self_dot_is_constrained_with_the_members_of_cart(repo, spec
 
 
 def _scripted(tiny_lm, target):
-    from groundcode.api import Generator
-    from groundcode.config import MonitorConfig
-    from groundcode.decoding.vocab import VocabIndex
-    from groundcode.models.load import LoadedModel
-    from scripted import ScriptedLM, planted
-    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
-    lm = LoadedModel(ScriptedLM(tiny_lm, vocab, planted(target)), tiny_lm.tokenizer, "scripted", "cpu",
-                     "float32")
-    return Generator(lm, MonitorConfig(enabled=True))
+    from scripted import scripted_generator
+    return scripted_generator(tiny_lm, target)
 
 
 def test_a_non_member_written_at_the_cursor_is_redone_as_a_member(tiny_lm, shop_repo):
@@ -105,7 +99,7 @@ def test_python_option_names_the_analyzers_environment(repo):
     assert t["receiver"] == "self" and not t["failed_open"]
 
 
-class _Prefetches:
+class _Prefetches(FakeBase):
     """Records the prefetch questions a monitor asks at reset (answers nothing)."""
 
     def __init__(self):
@@ -116,15 +110,6 @@ class _Prefetches:
         if query.prefetch:
             self.asked.append(query)
         return Answered(Analysis(query.receiver, frozenset(), 0.0, False, "empty"))
-
-    def prewarm(self, at):
-        pass
-
-    def deadline(self):
-        return 0.5
-
-    def close(self):
-        pass
 
 
 @pytest.mark.parametrize("kind", ["cursor", "function"])

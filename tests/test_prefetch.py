@@ -7,6 +7,7 @@ from groundcode.context import cursor_context, function_context
 from groundcode.decoding.guides.base import RowView
 from groundcode.decoding.guides.dereference import DereferenceMonitor
 from groundcode.decoding.vocab import VocabIndex
+from fake_analyzer import FakeBase
 
 SRC = ("import os\nfrom shop.registry import Registry\n\n\nclass A:\n"
        "    def f(self, reg: Registry, n):\n        \"\"\"Doc.\"\"\"\n        box = Registry()\n"
@@ -14,7 +15,7 @@ SRC = ("import os\nfrom shop.registry import Registry\n\n\nclass A:\n"
        "print(os.sep)\n")
 
 
-class _Recorder:
+class _Recorder(FakeBase):
     """Answers every question with one member; keeps the prefetches and the real questions."""
 
     def __init__(self):
@@ -23,15 +24,6 @@ class _Recorder:
     def ask(self, query):
         (self.prefetched if query.prefetch else self.real).append(query)
         return Answered(Analysis(query.receiver, frozenset({"add"}), 0.0, False))
-
-    def prewarm(self, at):
-        pass
-
-    def deadline(self):
-        return 0.5
-
-    def close(self):
-        pass
 
 
 def _feed(mon, row, texts, vocab):

@@ -7,6 +7,7 @@ from groundcode.context import function_context
 from groundcode.decoding.guides.base import RowView
 from groundcode.decoding.guides.dereference import DereferenceMonitor
 from groundcode.decoding.vocab import VocabIndex
+from fake_analyzer import FakeBase
 
 
 class _Held:
@@ -20,7 +21,7 @@ class _Held:
         return self.answer
 
 
-class _Slow:
+class _Slow(FakeBase):
     """Answers only when the test lands them."""
 
     def __init__(self):
@@ -31,15 +32,6 @@ class _Slow:
         if query.prefetch:
             t.land()
         return t
-
-    def prewarm(self, at):
-        pass
-
-    def deadline(self):
-        return 0.5
-
-    def close(self):
-        pass
 
 
 def test_declining_an_owed_answers_rollback_keeps_the_current_trigger(tmp_path):

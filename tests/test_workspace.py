@@ -86,15 +86,8 @@ def test_the_analyzer_reads_other_modules_from_the_overlay(repo):
 
 
 def _gen(tiny_lm, target):
-    from groundcode.api import Generator
-    from groundcode.config import MonitorConfig
-    from groundcode.decoding.vocab import VocabIndex
-    from groundcode.models.load import LoadedModel
-    from scripted import ScriptedLM, planted
-    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
-    lm = LoadedModel(ScriptedLM(tiny_lm, vocab, planted(target)), tiny_lm.tokenizer, "scripted", "cpu",
-                     "float32")
-    return Generator(lm, MonitorConfig(enabled=True))
+    from scripted import scripted_generator
+    return scripted_generator(tiny_lm, target)
 
 
 def test_a_method_only_in_the_buffer_is_a_member_and_no_stale_answer_blocks_it(tiny_lm, repo):
