@@ -189,9 +189,9 @@ def test_tool_tokens_need_comp_or_entropy(tiny_lm):
                                                             "unk_token_id": 0})(), "nocomp", "cpu", "float32")
     ctx = function_context(FIX / "updates" / "registry.py", "UpdateRegistry.count", FIX)
     with pytest.raises(GroundcodeError, match="no <COMP> token"):
-        gen._tool_guide(ctx)
+        gen.tool_guide(ctx)
     gen.tools = ToolConfig(enabled=True, entropy=2.0)          # zero-shot needs no <COMP>
-    assert gen._tool_guide(ctx).comp_id is None
+    assert gen.tool_guide(ctx).comp_id is None
     gen.close()
 
 

@@ -200,8 +200,6 @@ class Generator:
                              entropy=t.entropy, hide_dunder=self.monitor.hide_dunder,
                              waits=PatientWait() if self.monitor.reproducible else self.waits)
 
-    _tool_guide = tool_guide
-
     def prewarm(self, ctx: CodeContext) -> None:
         """Start the analyzer (Jedi's cold start) and the mask kernel while the prompt is
         prefilled."""
