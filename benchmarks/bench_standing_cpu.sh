@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The CPU run of the standing benchmark (its cpu subset, or SCOPE=functions: all function tasks):
-# baseline vs monitored, greedy, one model.
+# greedy, one model, the arms in ARMS (default "baseline monitored"; also "declarations" and
+# "declarations+monitored": the IDE's declarations in the prompt, without/with the monitor).
+# DTYPE=bfloat16 loads the weights in bfloat16 (what `groundcode serve` uses on CPUs with AVX512-BF16;
+# the results directory then ends in -bfloat16). Paired bootstrap intervals of every arm against
+# the first, and of declarations+monitored against monitored, go to paired_<b>_vs_<a>.json.
 # Writes summary.json, report.md/.html and timing.json to benchmarks/results/standing_<scope>_<model>/ (a new
 # directory per model: it refuses to overwrite a results directory unless FORCE=1) and the
 # samples/results JSONL to $W outside the repository (the `reference` oracle rows hold the packages'
@@ -23,8 +27,11 @@ case "$SCOPE" in
   dereference) SEL=(--kinds dereference); WHAT="dereference tasks of the standing recipe";;
   *) echo "error: SCOPE must be cpu, functions or dereference" >&2; exit 2;;
 esac
-R=${R:-benchmarks/results/standing_${SCOPE}_$TAG}
-W=${W:-$HOME/.cache/groundcode/bench/standing-${SCOPE}-run-$TAG}
+ARMS=${ARMS:-baseline monitored}
+DTYPE=${DTYPE:-}
+DTYPE_FLAG=(); if [ -n "$DTYPE" ]; then DTYPE_FLAG=(--dtype "$DTYPE"); fi
+R=${R:-benchmarks/results/standing_${SCOPE}_$TAG${DTYPE:+-$DTYPE}}
+W=${W:-$HOME/.cache/groundcode/bench/standing-${SCOPE}-run-$TAG${DTYPE:+-$DTYPE}}
 GC=${GC:-groundcode}
 MODEL_FLAG=(--model "$MODEL")
 if [ -z "${FORCE:-}" ] && [ -e "$R/summary.json" ]; then
@@ -50,45 +57,71 @@ gen() {  # gen CONFIG LIMIT FLAGS...
   local lf=(); if [ "$lim" != all ]; then lf=(--limit "$lim"); fi
   local s; s=$(left)
   if [ "$s" -le 0 ]; then return 0; fi
-  timeout -s INT "$s" $GC bench run "$T" "${SEL[@]}" "${lf[@]}" --config "$cfg" "$@" --max-new-tokens 96 --max-prompt-tokens "$MAX_PROMPT" "${MODEL_FLAG[@]}" --out "$W/samples.jsonl" || true
+  timeout -s INT "$s" $GC bench run "$T" "${SEL[@]}" "${lf[@]}" --config "$cfg" "$@" --max-new-tokens 96 --max-prompt-tokens "$MAX_PROMPT" "${MODEL_FLAG[@]}" "${DTYPE_FLAG[@]}" --out "$W/samples.jsonl" || true
 }
-tb=0; tm=0
+flags() {  # the bench run flags of an arm
+  case "$1" in
+    baseline) echo --no-monitor;;
+    monitored) echo --monitor;;
+    declarations) echo --no-monitor --declarations;;
+    declarations+monitored) echo --monitor --declarations;;
+    *) echo "error: unknown arm $1 (baseline, monitored, declarations, declarations+monitored)" >&2; exit 2;;
+  esac
+}
+for A in $ARMS; do flags "$A" > /dev/null; done
+declare -A RUN_S
+for A in $ARMS; do RUN_S[$A]=0; done
 for L in $STAGES; do
-  a=$(t); gen baseline "$L" --no-monitor; b=$(t); gen monitored "$L" --monitor; c=$(t)
-  tb=$(python3 -c "print($tb + $b - $a)"); tm=$(python3 -c "print($tm + $c - $b)")
+  for A in $ARMS; do
+    # shellcheck disable=SC2046
+    a=$(t); gen "$A" "$L" $(flags "$A"); b=$(t)
+    RUN_S[$A]=$(python3 -c "print(${RUN_S[$A]} + $b - $a)")
+  done
 done
-t1=$(python3 -c "print($t0 + $tb)")
-t2=$(python3 -c "print($t1 + $tm)")
+RUNS_JSON=$(for A in $ARMS; do echo "$A=${RUN_S[$A]}"; done | python3 -c 'import sys, json; print(json.dumps({k: round(float(v), 1) for k, v in (l.strip().split("=") for l in sys.stdin)}))')
+t2=$(t)
 $GC bench run "$T" "${SEL[@]}" --config reference --oracle --out "$W/samples.jsonl"
-python3 - "$W/samples.jsonl" "$W/samples_paired.jsonl" <<'PY'
+python3 - "$W/samples.jsonl" "$W/samples_paired.jsonl" $ARMS <<'PY'
 import json, sys
 import os
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()] if os.path.exists(sys.argv[1]) else []
+arms = sys.argv[3:]
 have = {}
 for r in rows:
     have.setdefault(r["config"], set()).add(r["task_id"])
-both = have.get("baseline", set()) & have.get("monitored", set())
-keep = [r for r in rows if r["task_id"] in both]
+both = set.intersection(*(have.get(a, set()) for a in arms))
+keep = [r for r in rows if r["task_id"] in both and r["config"] in set(arms) | {"reference"}]
 with open(sys.argv[2], "w") as fh:
     fh.writelines(json.dumps(r) + "\n" for r in keep)
-print(f"paired tasks: {len(both)} (baseline {len(have.get('baseline', ()))}, monitored {len(have.get('monitored', ()))})")
+print(f"paired tasks: {len(both)} (" + ", ".join(f"{a} {len(have.get(a, ()))}" for a in arms) + ")")
 open(sys.argv[2] + ".count", "w").write(str(len(both)))
 PY
 PAIRED=$(cat "$W/samples_paired.jsonl.count")
 t2b=$(t)
 $GC bench score "$T" "$W/samples_paired.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json"
 t3=$(t)
-$GC bench report "$R/summary.json" --results "$W/results.jsonl" --tasks "$T" --baseline baseline --no-examples --out "$R" \
-  --title "groundcode standing benchmark ($SCOPE): baseline vs monitored ($TAG)" \
-  --notes "$WHAT ($PAIRED tasks finished by both configurations), model $MODEL, commit $COMMIT, greedy, 96 new tokens, prompts capped at ${MAX_PROMPT} tokens (0: the window), 2 shared CPU cores. Commands: benchmarks/bench_standing_cpu.sh; docs/BENCHMARK.md."
+FIRST=${ARMS%% *}
+$GC bench report "$R/summary.json" --results "$W/results.jsonl" --tasks "$T" --baseline "$FIRST" --no-examples --out "$R" \
+  --title "groundcode standing benchmark ($SCOPE): ${ARMS// / vs } ($TAG${DTYPE:+, $DTYPE})" \
+  --notes "$WHAT ($PAIRED tasks finished by every configuration), model $MODEL${DTYPE:+ ($DTYPE weights)}, commit $COMMIT, greedy, 96 new tokens, prompts capped at ${MAX_PROMPT} tokens (0: the window), 2 shared CPU cores. Commands: benchmarks/bench_standing_cpu.sh; docs/BENCHMARK.md."
+PAIRS=""
+for A in $ARMS; do if [ "$A" != "$FIRST" ]; then PAIRS="$PAIRS $FIRST:$A"; fi; done
+case " $ARMS " in *" monitored "*) case " $ARMS " in *" declarations+monitored "*) PAIRS="$PAIRS monitored:declarations+monitored";; esac;; esac
+KINDS=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))[sys.argv[2]]["kinds"]))' "$R/summary.json" "$FIRST")
+for P in $PAIRS; do
+  for K in $KINDS; do
+    python3 benchmarks/paired_diff.py "$W/results.jsonl" --a "${P%%:*}" --b "${P#*:}" --kind "$K" \
+      --out "$R/paired_${P#*:}_vs_${P%%:*}_$K.json" || true
+  done
+done
 t4=$(t)
-python3 - "$R/timing.json" "$COMMIT" "$MODEL" "$LOAD0" "$PAIRED" "$t0" "$t1" "$t2" "$t3" "$t4" <<'PY'
+python3 - "$R/timing.json" "$COMMIT" "$MODEL" "$LOAD0" "$PAIRED" "$t0" "$t2" "$t3" "$t4" "$RUNS_JSON" <<'PY'
 import json, os, sys
 out, commit, model, load0, paired = sys.argv[1:6]
-t0, t1, t2, t3, t4 = map(float, sys.argv[6:])
-row = {"commit": commit, "model": model, "paired_tasks": int(paired), "stages": os.environ.get("STAGES", "all"),
+t0, t2, t3, t4 = map(float, sys.argv[6:10])
+row = {"commit": commit, "model": model, "dtype": os.environ.get("DTYPE") or "float32", "paired_tasks": int(paired), "stages": os.environ.get("STAGES", "all"),
        "max_prompt_tokens": int(os.environ.get("MAX_PROMPT", "0")), "scope": os.environ.get("SCOPE", "cpu"), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-       "load_avg_1m_at_start": float(load0), "run_baseline_s": round(t1 - t0, 1), "run_monitored_s": round(t2 - t1, 1),
+       "load_avg_1m_at_start": float(load0), "run_s": json.loads(sys.argv[10]),
        "score_s": round(t3 - t2, 1), "report_s": round(t4 - t3, 1), "total_s": round(t4 - t0, 1),
        "load_avg_1m_at_end": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
 json.dump(row, open(out, "w"), indent=2)

@@ -171,6 +171,8 @@ def run(
     fim: str = typer.Option("auto", help="Fill-in-the-middle: auto (cursor tasks) | on | off."),
     heal: bool = typer.Option(True, "--heal/--no-heal", help="Token healing of the prompt's trailing whitespace."),
     max_prompt_tokens: int = typer.Option(0, help="Cap prompts below the model's window (0: the window)."),
+    dtype: Optional[str] = typer.Option(None, help="Weights' dtype: float32 | bfloat16 | float16 "
+                                                   "(default: the loader's, float32 on CPU)."),
     declarations: bool = typer.Option(False, "--declarations/--no-declarations",
                                       help="Prepend the IDE's declarations at the cursor (enclosing class, repository classes it uses)."),
     reproducible: bool = typer.Option(True, "--reproducible/--speculate",
@@ -192,7 +194,7 @@ def run(
             limit = sub.get("limit", limit)
             kind_t = tuple(sub["kinds"]) if sub.get("kinds") else kind_t
         picked = harness.select(all_tasks, limit=limit, kinds=kind_t)
-        cfg = harness.RunConfig(name=config, model=model, monitor=monitor, schedule=schedule, top_p=top_p,
+        cfg = harness.RunConfig(name=config, model=model, dtype=dtype, monitor=monitor, schedule=schedule, top_p=top_p,
                                 seed=seed, max_new_tokens=max_new_tokens, batch=batch, fim=fim, heal=heal,
                                 max_prompt_tokens=max_prompt_tokens,
                                 tool_tokens=tool_tokens or tool_entropy is not None,

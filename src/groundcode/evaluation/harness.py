@@ -28,6 +28,7 @@ MGD_SCHEDULE = ((0.2, 1), (0.4, 1), (0.6, 2), (0.8, 2))
 class RunConfig:
     name: str                        # the configuration's name in results and reports
     model: str | None = None         # None = the registry default (smollm2-135m, pulled)
+    dtype: str | None = None         # weights' dtype (None: the loader's default, float32 on CPU)
     monitor: bool = True             # dereference monitor on (grounded) or off (baseline)
     schedule: str = "greedy"         # greedy | mgd | T:N,T:N
     top_p: float = 0.95              # used when temperature > 0 (MGD's value)
@@ -145,7 +146,8 @@ def run(tasks: list[dict], out: Path, cfg: RunConfig, *, generator=None, oracle:
     # A generator made here is closed here (its analyzer worker processes with it); one passed in
     # belongs to the caller.
     with contextlib.nullcontext(generator) if generator is not None else \
-            Generator(model=cfg.model, monitor=MonitorConfig(enabled=cfg.monitor), tools=tools) as gen:
+            Generator(model=cfg.model, monitor=MonitorConfig(enabled=cfg.monitor), tools=tools,
+                      dtype=cfg.dtype) as gen:
         return _run_all(gen, todo, out, cfg, groups, meta, progress)
 
 

@@ -45,7 +45,7 @@ class RunWorker:
     def __call__(self, tasks: list[dict]) -> list[dict]:
         if self.gen is None and not self.oracle:
             from ..api import Generator
-            self.gen = Generator(model=self.cfg.model)   # harness.run sets monitor, tools and prompts
+            self.gen = Generator(model=self.cfg.model, dtype=self.cfg.dtype)   # harness.run sets monitor, tools and prompts
         with tempfile.TemporaryDirectory(prefix="groundcode-shard-") as d:
             out = Path(d) / "samples.jsonl"
             harness.run(tasks, out, self.cfg, generator=self.gen, oracle=self.oracle)
