@@ -360,6 +360,14 @@ def judge(task, out, probe, rec_an, row_ctx, body, examples: list) -> list[dict]
     return rows
 
 
+# Fail-opens by design: the type is only guessed (an unannotated parameter, or a receiver Jedi
+# cannot type at all: "untyped"), comes from a package the analyzer's environment does not have
+# ("unresolved import"), the class makes up attribute names ("dynamic"), or an assignment target
+# is free ("binding"). The rest ("empty": a typed receiver without members, errors, timeouts,
+# late answers) is a gap.
+BY_DESIGN = ("dynamic", "inferred", "binding", "untyped", "unresolved import")
+
+
 def _pct(n, d):
     return round(100 * n / d, 2) if d else None
 
@@ -379,7 +387,7 @@ def summarise(trigs: list[dict]) -> dict:
     miss_ms = sorted(t["ms"] for t in trigs if t["asked"] and not t["cache_hit"] and t["ms"])
     fb = sum(t["false_block"] for t in trigs)
     rb = sum(t["rollback"] for t in trigs)
-    by_design = reasons["dynamic"] + reasons["inferred"] + reasons["binding"]
+    by_design = sum(reasons[r] for r in BY_DESIGN)
     return {
         "triggers": n,
         "false_blocks": fb, "false_blocks_per_1000": round(1000 * fb / n, 2) if n else None,
@@ -395,6 +403,10 @@ def summarise(trigs: list[dict]) -> dict:
         "recall_miss_causes": dict(Counter(t["cause"] for t in named if "cause" in t).most_common()),
         "failed_open": len(fo), "failed_open_pct": _pct(len(fo), n),
         "failed_open_reasons": dict(reasons.most_common()),
+        "failed_open_by_design_reasons": list(BY_DESIGN),
+        # what was one reason, "empty", before the worker said what Jedi knew (untyped receiver,
+        # unresolved import, or a typed receiver without members)
+        "failed_open_empty_before_split": sum(reasons[r] for r in ("empty", "untyped", "unresolved import")),
         # the issue fails open on purpose where the type is inferred or attributes are dynamic
         # (and an assignment target is free); the rest (empty answers, errors, timeouts, late
         # answers) is a gap

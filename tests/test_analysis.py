@@ -358,3 +358,73 @@ def test_a_torn_parso_pickle_is_a_cache_miss(tmp_path):
     jedi_worker._tolerate_torn_pickles()
     module = g.parse(path=str(src), cache=True, cache_path=cache)
     assert module.children[0].type == "funcdef"
+
+
+NARROWED = '''from typing import Sequence
+class Reader:
+    source: Sequence[str]
+class StringReader(Reader):
+    source: str
+class Node:
+    def kids(self):
+        return []
+class Group(Node):
+    parsers = []
+    def __or__(self, other):
+        pass
+def f(reader: Reader, node: Node):
+    if isinstance(reader, StringReader):
+        reader.source.
+    if isinstance(node, Group) and node.kids():
+        node.
+    reader.source.
+'''
+
+
+@pytest.mark.parametrize("line,receiver,present,absent", [
+    (15, "reader.source", {"startswith", "count"}, set()),   # str's and Sequence's members
+    (17, "node", {"parsers", "kids"}, set()),
+    (18, "reader.source", {"count"}, {"startswith"}),        # outside the guard: declared type
+])
+def test_an_isinstance_guard_adds_the_guard_classes_members(tmp_path, line, receiver, present, absent):
+    # Jedi keeps a typed receiver's declared type inside `if isinstance(x, C):`: correct code
+    # there (`reader.source.startswith`) must not be rolled back.
+    code = NARROWED
+    col = len(code.splitlines()[line - 1])
+    names, _, note = complete_members(str(tmp_path), code, str(tmp_path / "g.py"), line, col)
+    assert note is None and present <= names and not (absent & names), (note, sorted(names)[:20])
+
+
+EMPTY_SPLIT = '''from not_installed_anywhere import Config
+import also_not_installed as ani
+def f(x, path: str):
+    cfg = Config(path)
+    try:
+        pass
+    except ani.Error as e:
+        e.
+    cfg.
+    ani.
+    x.
+    y = object()
+    y.
+class Holder:
+    def __init__(self):
+        self.cfg = None
+    def load(self, path: str):
+        self.cfg = Config(path)
+    def use(self):
+        self.cfg.
+'''
+
+
+@pytest.mark.parametrize("receiver,reason", [
+    ("e", "unresolved import: also_not_installed"), ("cfg", "unresolved import: not_installed_anywhere"),
+    ("ani", "unresolved import: also_not_installed"), ("x", "untyped"), ("y", "empty"),
+    ("self.cfg", "unresolved import: not_installed_anywhere")])   # None first, then the import
+def test_an_empty_answer_says_what_the_analyzer_knew(tmp_path, receiver, reason):
+    code = EMPTY_SPLIT
+    lines = code.splitlines()
+    line = next(k for k, ln in enumerate(lines, 1) if ln.strip() == receiver + ".")
+    names, _, note = complete_members(str(tmp_path), code, str(tmp_path / "e.py"), line, len(lines[line - 1]))
+    assert note == reason

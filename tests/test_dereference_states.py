@@ -280,3 +280,32 @@ def test_hidden_private_members_are_accepted_when_written_but_never_steered_to()
     assert mon.check(row, T["_"]) is None                     # written freely: accepted
     allowed = {row.vocab.texts[i] for i in mon.check(row, T["foo"])}
     assert "size" in allowed and "_" not in allowed           # never steered to
+
+
+def test_attributes_the_classs_code_reads_are_members():
+    # A mixin reads `self.value` in another method (its host sets it): writing it is correct code,
+    # never blocked, though no line of the class assigns it. Strings and comments do not count.
+    fa = FakeAnalyzer({"self": ["size"]})
+    before = "class A:\n    def f(self, x: Items):\n"
+    after = ("    def g(self):\n        return self.fo + 1  # self.registered\n"
+             "    def h(self):\n        return 'self.append'\n")
+    mon = DereferenceMonitor(fa, verify_first=False)
+    row = _ctx_row(before, after)
+    mon.reset(row)
+    for tok in ["        ", "return", " ", "self", "."]:
+        _feed(mon, row, tok)
+    assert mon.state == NARROW
+    assert mon.nar.names == {"size", "fo"}
+
+
+def test_a_local_bound_to_an_unannotated_parameter_fails_open_as_inferred():
+    # `updates = foo` (foo unannotated): Jedi would guess its type from call sites as it
+    # would `foo`'s; a correct `updates.name` must not be rolled back
+    fa = FakeAnalyzer({"updates": ["a"], "x": ["append"]})
+    mon = DereferenceMonitor(fa, verify_first=False)
+    row = _row("class A:\n    def f(self, foo, x: Items):\n        updates = foo\n")
+    mon.reset(row)
+    for tok in ["        ", "return", " ", "updates", "."]:
+        _feed(mon, row, tok)
+    assert mon.state == WAIT and not [c for c in fa.calls if c[0] == "updates"]
+    assert row.triggers[-1].reason == "inferred: alias of the unannotated parameter foo"

@@ -58,3 +58,11 @@ def test_dot_after_inconsistent_dedent_is_still_code():
     lx = Lexer(head)
     t = head + "     (self.a, 1)\n    self."
     assert lx.dot_is_code(t, len(t) - 1)
+
+
+def test_used_attributes_are_the_names_code_dots_into_not_strings_or_comments():
+    from groundcode.pycode import used_attributes
+    text = ('class A:\n    def f(self):\n        x = self.value + self.info.x  # self.nope\n'
+            '        s = "self.notme"\n        return other.self.zzz, self.parent.kid\n')
+    assert used_attributes(text, "self") == {"value", "info", "parent"}
+    assert used_attributes(text, "self.parent") == {"kid"}

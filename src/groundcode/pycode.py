@@ -256,6 +256,26 @@ def assigned_attributes(text: str, receiver: str) -> set[str]:
     return out
 
 
+def used_attributes(text: str, receiver: str) -> set[str]:
+    """Names `n` that `text` reads or writes as `receiver.n` in code (not in strings or
+    comments); `receiver` is a dotted name (`self`, `self.parent`). A class's methods that read
+    `self.n` say that `n` exists on its instances at run time (set by a subclass, a mixin's
+    host, or dynamically), though no line of the class assigns it."""
+    parts = receiver.split(".")
+    toks = [(text[s:e], kind, s) for kind, s, e in lex(text) if kind not in ("ws", "comment")]
+    out: set[str] = set()
+    n = 2 * len(parts)
+    for k in range(len(toks) - n):
+        if toks[k][0] != parts[0] or toks[k][1] != "name" or (k and toks[k - 1][0] == "."):
+            continue
+        name, kind, at = toks[k + n]
+        if all(toks[k + 2 * j - 1][0] == "." and toks[k + 2 * j][0] == parts[j] for j in range(1, len(parts))) \
+                and toks[k + n - 1][0] == "." and kind == "name" and not keyword.iskeyword(name) \
+                and "\n" not in text[toks[k + n - 1][2]: at]:     # `self.` ending a line is no use
+            out.add(name)
+    return out
+
+
 class ArgScanner:
     """Character-level state of a call's argument text (what follows the `(`): depth, strings,
     comments, where the current argument began, the keywords passed so far, and whether the

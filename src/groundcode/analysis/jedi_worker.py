@@ -2,7 +2,10 @@
 
     init()                     once per worker: its own parso cache directory, the overlay hook
     complete_members(job)      names completion offers at the job's cursor, and a reason to fail
-                               open (jedi_classes.py) or None; plus names created by literal setattr
+                               open (jedi_classes.py; for no members, what Jedi knew:
+                               jedi_receiver.py) or None; plus names created by literal setattr
+                               and, inside an isinstance guard (guards.py), the guard classes'
+                               members
     warm_file(job)             parse the file and infer its imports (cold start off the clock)
 
 A `Job` carries the code, the cursor, the project root, the Python environment and, when it
@@ -34,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -264,6 +267,39 @@ def complete_members(job: Job) -> tuple[frozenset, dict, str | None]:
 
 
 def _complete_members(job: Job, proj) -> tuple[frozenset, dict, str | None]:
+    from .guards import isinstance_guards
+    from .jedi_receiver import narrowed_code, receiver_at, why_empty
+    names, note, script, inferred = _members_at(job, proj)
+    receiver = receiver_at(job.code, job.line, job.column)
+    # an isinstance guard over the cursor: the guard's classes' members are members here too
+    # (Jedi keeps the declared type of a typed receiver inside the branch)
+    for subject, classes in isinstance_guards(job.code, job.line, job.column, receiver)[:2]:
+        for cls in classes[:4]:
+            alt = narrowed_code(job.code, job.line, job.column, receiver, subject, cls)
+            if alt is None:
+                continue
+            more, why, _, typed = _members_at(replace(job, code=alt[0], column=alt[1]), proj)
+            if why is not None and why.startswith("dynamic"):
+                note = note or why          # it may be an instance that makes up names
+            elif why is None and not _empty(more, typed):
+                if note is not None and not note.startswith("dynamic"):
+                    note = None             # typed by the guard: the declared type's gap is filled
+                names = {**more, **names}
+    if note is None and _empty(names, inferred):
+        # Only object's dunders (or nothing): None or an unknown type, not an answer (a
+        # function's dunders are one: `self.method.append` is wrong). Say what Jedi knew.
+        note = why_empty(script, proj, job, receiver, inferred)
+    return frozenset(names), names, note
+
+
+def _empty(names: dict, inferred: list) -> bool:
+    return all(n.startswith("__") and n.endswith("__") for n in names) and \
+        not (names and inferred and all(d.type == "function" for d in inferred))
+
+
+def _members_at(job: Job, proj) -> tuple[dict, str | None, object, list]:
+    """(names and kinds, reason to fail open from class facts, the Script, the receiver's
+    inferred values) at the job's cursor."""
     from .jedi_classes import class_facts, is_dynamic
     script = _jedi().Script(job.code, path=job.path, project=proj)
     completions = script.complete(job.line, job.column)
@@ -286,12 +322,7 @@ def _complete_members(job: Job, proj) -> tuple[frozenset, dict, str | None]:
         note, extra = class_facts(script, proj, job.code, job.path, inferred)
         for n in extra:
             names.setdefault(n, "statement")
-    if names and all(n.startswith("__") and n.endswith("__") for n in names) and \
-            not (inferred and all(d.type == "function" for d in inferred)):
-        # Only object's dunders: None or an unknown type, not an answer (a function's
-        # dunders are one: `self.method.append` is wrong)
-        note = note or "empty"
-    return frozenset(names), names, note
+    return names, note, script, inferred
 
 
 def warm_file(job: Job) -> None:

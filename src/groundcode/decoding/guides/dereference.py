@@ -25,10 +25,10 @@ it, `_prefetch_bound`), so that the answer is often in before the name after the
 across calls of one session (an editor's keystrokes): (the file outside the function being written,
 the enclosing scope, receiver, the lines of this function that rebind the receiver's root); the
 members of `self`/`cls` are shared by a class's methods, completed with the attributes that the
-class's text and the generated text assign (`self.x = ...`). It fails open, counted with a reason
+class's text and the generated text assign (`self.x = ...`) and that the class's text reads. It fails open, counted with a reason
 in the trigger record, where the answer cannot be trusted: empty answers, timeouts, classes with
 dynamic attributes or unresolved bases (the analyzer says so), and receivers whose type Jedi would
-only guess (an unannotated parameter). Dunders are always allowed.
+only guess (an unannotated parameter, or a local bound to one). Dunders are always allowed.
 
 Analysis is asked through the analyzer interface (analysis/base.py: `ask` -> ticket, polled with
 `result(0)`); the only blocking waits (a host that cannot roll back, the row's end) go through
@@ -52,8 +52,9 @@ import numpy as np
 
 from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, could_bind,
                        enclosing_scope, function_header, ident_run, imported_names,
-                       receiver_before)
+                       receiver_before, used_attributes)
 from ...analysis.base import MembersQuery, empty_answer
+from ...analysis.guards import isinstance_guards
 from ...analysis.wait import PatientWait, WaitPolicy
 from .base import Guide, Rollback, RowView, TriggerRecord, token_flags
 from .narrowing import Narrowing, is_dunder
@@ -104,11 +105,14 @@ class DereferenceMonitor(Guide):
         # unchanged by edits inside the function, changed by a method written elsewhere
         self.version = ctx.outside_version()
         self.scope, cls_off, cls_indent = enclosing_scope(before)
-        self._class_text = ""
+        self._class_text = self._class_read = ""
         self._class_attrs: dict[str, set] = {}
         if cls_off is not None:          # the enclosing class's text around the function
             end = block_end(after, cls_indent, comments=False)
-            self._class_text = before[cls_off:] + "\n" + after[: len(after) if end is None else end]
+            tail = "\n" + after[: len(after) if end is None else end]
+            self._class_text = before[cls_off:] + tail
+            # what the class's code reads: not the name the cursor sits in (`self.fo|`)
+            self._class_read = re.sub(r"\.\w*$", ".", before[cls_off:]) + tail
         self.state = WAIT
         self._clear()
         self._snap_cache = None
@@ -213,6 +217,20 @@ class DereferenceMonitor(Guide):
         pat = re.compile(rf"\b(for|as)\s+{re.escape(root)}\b|\b{re.escape(root)}\s*(:[^=\n]*)?=(?!=)")
         return "\n".join(ln for ln in (self.body_prefix + generated).splitlines() if pat.search(ln))
 
+    def _unannotated(self, name: str) -> bool:
+        return name not in ("self", "cls") and name in self._params and name not in self._annotations
+
+    def _guessed(self, root: str, generated: str) -> str | None:
+        """Why Jedi could only guess the type of `root` (from the call sites it finds): an
+        unannotated parameter, or a local that some line binds to one (`x = param`)."""
+        rebinds = self._rebinds(root, generated) if root else ""
+        if self._unannotated(root) and not rebinds:
+            return "unannotated parameter"
+        for m in re.finditer(rf"(?<![\w.]){re.escape(root)}\s*=\s*([A-Za-z_]\w*)\s*(?:#.*)?$", rebinds, re.M):
+            if m.group(1) != root and self._unannotated(m.group(1)):
+                return f"alias of the unannotated parameter {m.group(1)}"
+        return None
+
     def _key(self, receiver: str, generated: str, full: str) -> tuple:
         """Cache key: (text outside the function, scope, receiver, this function's lines that
         rebind its root). `self`/`cls` are shared by the methods of a class; a root never bound
@@ -289,14 +307,17 @@ class DereferenceMonitor(Guide):
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
-        methods, or already written here): members once that code has run."""
+        methods, or already written here): members once that code has run. For `self`/`cls`
+        also those the class's own code reads (`self.value` in another method: set by a
+        subclass or the host of a mixin, it exists when the class's code runs)."""
         if not _DOTTED.match(receiver):
             return set()
         found = assigned_attributes(self.body_prefix + upto_dot, receiver)
         if ident_run(receiver) in ("self", "cls"):
             known = self._class_attrs.get(receiver)
             if known is None:                     # the class's text is fixed: scan it once
-                known = self._class_attrs[receiver] = assigned_attributes(self._class_text, receiver)
+                known = self._class_attrs[receiver] = (assigned_attributes(self._class_text, receiver)
+                                                       | used_attributes(self._class_read, receiver))
             found |= known
         return found
 
@@ -311,11 +332,14 @@ class DereferenceMonitor(Guide):
         rec = TriggerRecord(receiver=receiver, candidates=0)
         row.triggers.append(rec)
         self.ticket, self.nar = None, None
-        if root and root not in ("self", "cls") and root in self._params \
-                and root not in self._annotations and not self._rebinds(root, upto_dot):
-            rec.failed_open, rec.reason = True, "inferred: unannotated parameter"
+        guess = self._guessed(root, upto_dot)
+        if guess:
+            rec.failed_open, rec.reason = True, f"inferred: {guess}"
             return None
         key = self._key(receiver, upto_dot, full)
+        guards = isinstance_guards(full, full.count("\n") + 1, len(full) - full.rfind("\n") - 1, receiver)
+        if guards:                # narrowed here: another answer than the receiver's elsewhere
+            key = (*key, tuple(guards))
         at = ctx.splice(upto_dot, drop=self._hold)
         if self.reproducible:     # reused only for the same question (samples sharing a prefix)
             key = (*key, _digest(at.code), at.line, at.column)
