@@ -50,7 +50,7 @@ def test_a_local_bound_by_a_generated_line_is_prefetched_under_the_key_its_trigg
     _feed(mon, row, texts[1:], vocab)
     new = [q for q in an.prefetched[before:]]
     # `conn = Registry()` is prefetched as `conn.` on the next line; `total = (1 +` is still open
-    assert [q.receiver for q in new] == ["conn"]
+    assert [q.receiver for q in new] == ["conn"] and new[0].soon    # before the other guesses
     lines = new[0].at.code.splitlines()
     assert lines[new[0].at.line - 1] == "        conn." and lines[new[0].at.line - 2] == "        conn = Registry()"
     real = [q for q in an.real if q.receiver == "conn"]

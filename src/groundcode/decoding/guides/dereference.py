@@ -319,7 +319,7 @@ class DereferenceMonitor(Guide):
         indent = m.group(1) + ("    " if line.rstrip().endswith(":") else "")
         upto = text[: end + 1] + indent + name + "."
         at = self.ctx.splice(upto, drop=self._hold)
-        self.analyzer.ask(MembersQuery(at, name, self._key(name, upto, name + "."), prefetch=True))
+        self.analyzer.ask(MembersQuery(at, name, self._key(name, upto, name + "."), prefetch=True, soon=True))
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
