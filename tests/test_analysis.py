@@ -339,6 +339,26 @@ def test_a_triggers_question_goes_before_the_prefetches_asked_earlier(shop_repo)
     a.close()
 
 
+def test_a_guess_asked_soon_goes_before_the_guesses_asked_earlier(shop_repo):
+    # A local bound by a line just generated (`soon`): its trigger is likely a line away, while
+    # the prefetches asked at the row's start (or by a row that ended) may be needed much later.
+    f, code, line, col = _partial(shop_repo)
+    a = JediAnalyzer(shop_repo, deadline_s=30, workers="thread", worker_fn=_logging_worker)
+    done: list[str] = []
+
+    def ask(tag, soon):
+        t = a.ask(MembersQuery(Splice(code + "#" + tag, line, col, f), tag, (tag,), prefetch=True, soon=soon))
+        t._fut.add_done_callback(lambda _: done.append(tag))
+        return t
+
+    tickets = [ask(f"p{k}", False) for k in range(3)]        # p0 runs, p1, p2 wait
+    tickets.append(ask("bound", True))
+    for t in tickets:
+        t.result(30)
+    assert done == ["p0", "bound", "p1", "p2"], done
+    a.close()
+
+
 def test_a_torn_parso_pickle_is_a_cache_miss(tmp_path):
     # A worker killed while parso wrote a pickle left it torn in its slot: every later worker
     # given the slot failed each call importing that module ("EOFError: Ran out of input").

@@ -84,6 +84,22 @@ def test_chain_sdk_first_else_next():
     assert chain.ask(SignatureQuery(at, "items", "append")).result(0).signature is None
 
 
+def test_chain_passes_a_prefetch_on_to_the_next_analyzer_at_once():
+    """A prefetch's ticket is never read: the SDK's empty answer must not stop it there."""
+    class _Asked(FakeBase):
+        def __init__(self):
+            self.prefetches = []
+
+        def prefetched(self, query):
+            self.prefetches.append(query.receiver)
+
+    nxt = _Asked()
+    code = SNIPPET + "\nitems = []\nitems."
+    ChainAnalyzer([SdkAnalyzer(), nxt]).ask(MembersQuery(Splice(code, 7, 6, Path("x.py")), "items",
+                                                         prefetch=True))
+    assert nxt.prefetches == ["items"]
+
+
 def test_argument_scanner():
     s = ArgScanner().feed('Bucket="a,)", Key=f(x=1), ')
     assert s.used == ["Bucket", "Key"] and s.argument_start() and not s.closed

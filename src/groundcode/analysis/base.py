@@ -49,6 +49,8 @@ class MembersQuery:
     receiver: str
     key: tuple = ()                  # cache key (besides the overlay): what the answer depends on
     prefetch: bool = False           # a guess made ahead of time: a failed answer is not cached
+    soon: bool = False               # a guess whose trigger is likely a line away (a local just
+                                     # bound): answered before the other guesses waiting
 
 
 @dataclass(frozen=True, eq=False)

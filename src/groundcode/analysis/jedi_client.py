@@ -17,7 +17,8 @@ worker is replaced after `kill_after_s`). `workers="thread"` runs it in-process 
 A worker that dies is replaced once (the pool that broke, not whichever is current).
 The worker runs one call at a time; the calls waiting for it are held here in two lines, a
 trigger's own questions before the guesses (prefetches, prewarms): a real question never waits
-behind the prefetches asked before it (a prefetch it joins is promoted).
+behind the prefetches asked before it (a prefetch it joins is promoted); a guess asked `soon`
+(a local just bound: its trigger is likely a line away) goes before the other guesses.
 Signatures are not Jedi's business here: it answers SignatureQuery with "unknown" at once.
 Not here: the worker's functions (jedi_worker.py), when to ask (decoding/guides/).
 Test: tests/test_analysis.py.
@@ -161,7 +162,8 @@ class JediAnalyzer:
                 self._cache.move_to_end(full)
                 return Answered(Analysis(query.receiver, hit.names, 0.0, True, hit.failed, hit.kinds,
                                          hit.hidden))
-        fut = self._submit(query.at, full, query.receiver, query.__class__ is MembersQuery and query.prefetch)
+        guess = query.__class__ is MembersQuery and query.prefetch
+        fut = self._submit(query.at, full, query.receiver, guess, guess and query.soon)
         return JediTicket(self, fut, query.receiver)
 
     def prewarm(self, at) -> None:
@@ -212,15 +214,21 @@ class JediAnalyzer:
             send, self._sent = (overlay.stamp, overlay.files), overlay.stamp
         return Job(self._root, at.code, str(at.path), at.line, at.column, self.python, send)
 
-    def _run(self, fn, job: Job, urgent: bool = True) -> cf.Future:
+    def _run(self, fn, job: Job, urgent: bool = True, soon: bool = False) -> cf.Future:
         """Run `fn(job)` in the worker: now if it is idle, else in line (`urgent`: a trigger's
-        question, ahead of every guess). Call with self._lock held."""
+        question, ahead of every guess; `soon`: a guess ahead of the other guesses). Call with
+        self._lock held."""
         fut = cf.Future()
         fut._gc_pool = self._pool
         if self._busy:
             # a job that installs an overlay keeps its place before every later job (they were
             # made without it): it waits in the urgent line
-            (self._urgent if urgent or job.overlay is not None else self._later).append((fn, job, fut))
+            if urgent or job.overlay is not None:
+                self._urgent.append((fn, job, fut))
+            elif soon:
+                self._later.insert(0, (fn, job, fut))
+            else:
+                self._later.append((fn, job, fut))
         else:
             self._busy = True
             self._start(fn, job, fut)
@@ -275,7 +283,7 @@ class JediAnalyzer:
         self.restarts += 1
         self._kill(old, wait=False)
 
-    def _submit(self, at, key: tuple, receiver: str, prefetch: bool) -> cf.Future:
+    def _submit(self, at, key: tuple, receiver: str, prefetch: bool, soon: bool = False) -> cf.Future:
         """Start (or join) the call for `key`; its answer is cached whenever it lands."""
         with self._lock:
             fut = self._inflight.get(key)
@@ -285,7 +293,8 @@ class JediAnalyzer:
                 return fut
             self._restart_if_hung()
             self.calls += 1
-            fut = self._run(self.worker_fn, self._job(at, at.overlay or _NO_OVERLAY), urgent=not prefetch)
+            fut = self._run(self.worker_fn, self._job(at, at.overlay or _NO_OVERLAY), urgent=not prefetch,
+                            soon=soon)
             fut._gc_t0 = time.perf_counter()
             self._inflight[key] = fut
         fut.add_done_callback(lambda f: self._landed(f, key, receiver, prefetch))

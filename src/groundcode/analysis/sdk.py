@@ -302,6 +302,10 @@ class ChainTicket:
     def __init__(self, analyzers: list, query):
         self._rest, self._query, self._ms = list(analyzers[1:]), query, 0.0
         self._cur = analyzers[0].ask(query)
+        # Pass on at once what the first analyzers answered with nothing (the SDK lookup is
+        # synchronous): a prefetch's ticket is never read, so asking the next analyzer only in
+        # `result` would never ask Jedi about it at all.
+        self.result(0)
 
     def result(self, timeout: float | None = 0):
         end = None if timeout is None else time.perf_counter() + timeout

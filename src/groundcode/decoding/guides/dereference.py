@@ -65,6 +65,13 @@ _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _BINDS = re.compile(r"([ \t]*)(?:([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)|for\s+([A-Za-z_]\w*)\s+in\b"
                     r"|(?:async\s+)?with\b.*\bas\s+([A-Za-z_]\w*)\s*:\s*$)")
 _USED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.[A-Za-z_]")
+# a dotted chain `a.b.c` (each of its proper prefixes is a receiver the text dots into)
+_CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+# a module-level name: assigned at column 0, or a top-level class
+_TOP_BINDS = re.compile(r"^(?:class\s+([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=))", re.M)
+# prefetches at a row's start: at most this many (one worker answers them in turn, and a local
+# bound while decoding waits behind them), of which at most _FILE_PREFETCHES from `_often_dotted`
+_PREFETCHES, _FILE_PREFETCHES = 8, 5
 
 
 def _digest(text: str) -> str:
@@ -244,6 +251,10 @@ class DereferenceMonitor(Guide):
             return ("<literal>", kind)
         if root in ("self", "cls"):
             scope = scope.rpartition(".")[0] or scope
+            if receiver != root and _DOTTED.match(receiver):
+                # `self.x.`: shared by the class's methods (a prefetch asks it at the body's
+                # start), unless this function assigns `self.x` (Jedi infers from that too)
+                rebinds = self._rebinds(receiver, generated)
         elif root:
             rebinds = self._rebinds(root, generated)
             if not rebinds and receiver == root and root in self._annotations:
@@ -279,11 +290,34 @@ class DereferenceMonitor(Guide):
             next(n for n in m.groups()[1:] if n) for m in map(_BINDS.match, self.body_prefix.splitlines())
             if m is not None}
         likely += [n for n in dict.fromkeys(reversed(_USED.findall(self.body_prefix))) if n in known][:4]
-        likely += imported[:6]
-        for p in dict.fromkeys(likely):
+        likely += self._often_dotted(imported)
+        for p in list(dict.fromkeys(likely))[:_PREFETCHES]:
             sp = self.ctx.probe(p) if p != asked else None
             if sp is not None:
                 self.analyzer.ask(MembersQuery(sp, p, self._key(p, "", p + "."), prefetch=True))
+
+    def _often_dotted(self, imported: list[str]) -> list[str]:
+        """The receivers the file dots into most, most used first: chains rooted at a module
+        name (an import, a top-level assignment or class: `os`, `os.path`, `logger`) in the
+        whole file, and `self.x` / `cls.x` in the enclosing class's text (`self.registry.`),
+        when this function has that parameter. Names this function binds or takes as a
+        parameter are left to the other prefetches (their answers depend on its text)."""
+        text = self.ctx.before + "\n" + self.ctx.after
+        roots = (set(imported) | {a or b for a, b in _TOP_BINDS.findall(text)}) - set(self._params)
+        roots -= {next(n for n in m.groups()[1:] if n) for m in map(_BINDS.match, self.body_prefix.splitlines())
+                  if m is not None}
+        counts: dict[str, int] = {}
+        for src, keep in ((text, lambda r: r.partition(".")[0] in roots),
+                          (self._class_text, lambda r: "." in r and r.partition(".")[0] in self._params[:1]
+                           and r.partition(".")[0] in ("self", "cls"))):
+            for chain in _CHAIN.findall(src):
+                parts = chain.split(".")
+                for k in range(1, min(len(parts), 3)):       # `a.b.c`: receivers `a`, `a.b`
+                    r = ".".join(parts[:k])
+                    if keep(r):
+                        counts[r] = counts.get(r, 0) + 1
+        ranked = sorted(counts, key=lambda r: -counts[r])     # stable: the file's order on ties
+        return ranked[:_FILE_PREFETCHES]
 
     def _prefetch_bound(self, row: RowView) -> None:
         """A line just ended that binds a local (`x = make()`): ask in the background for its
@@ -303,7 +337,7 @@ class DereferenceMonitor(Guide):
         indent = m.group(1) + ("    " if line.rstrip().endswith(":") else "")
         upto = text[: end + 1] + indent + name + "."
         at = self.ctx.splice(upto, drop=self._hold)
-        self.analyzer.ask(MembersQuery(at, name, self._key(name, upto, name + "."), prefetch=True))
+        self.analyzer.ask(MembersQuery(at, name, self._key(name, upto, name + "."), prefetch=True, soon=True))
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
