@@ -87,3 +87,22 @@ def test_imports_resolve_from_the_package_root_when_repo_is_higher_up():
     ctx = function_context(SHOP / "shop" / "cart.py", "Cart.last", Path(__file__).parent.parent)
     blocks = declaration_blocks(ctx)
     assert [b.text.splitlines()[0] for b in blocks] == ["# shop/cart.py", "# shop/registry.py"]
+
+
+def test_session_rows_get_declarations_from_a_view_and_from_the_request(tiny_lm):
+    # The scheduler builds every row's prompt: `--declarations` (the harness's view, the CLI's
+    # generator, a Request's PromptConfig) must reach it, not only Generator.prompt
+    from dataclasses import replace
+
+    from groundcode.api import Generator
+    from groundcode.config import MonitorConfig, PromptConfig, SamplingConfig
+    ctx = function_context(SHOP / "shop" / "cart.py", "Cart.last", SHOP)
+    sc = SamplingConfig(max_new_tokens=4)
+    with Generator(tiny_lm, MonitorConfig(enabled=False)) as gen:
+        plain = gen.run([ctx], sc)[0][0].prompt_tokens
+        view = gen.view(prompt=replace(gen.prompts.config, declarations=True))
+        declared = view.run([ctx], sc)[0][0].prompt_tokens
+        assert declared == len(view.prompt(ctx, 4).ids) > plain == len(gen.prompt(ctx, 4).ids)
+        req = gen.request(ctx, sc)
+        req = replace(req, prompt=replace(req.prompt, declarations=True))
+        assert gen.session.submit(req).result(timeout=120)[0].prompt_tokens == declared

@@ -168,14 +168,20 @@ class Generator:
 
     def prompt(self, ctx: CodeContext, max_new_tokens: int, blocks=None):
         """The model's prompt for `ctx` (blocks: extra PromptBlocks besides block_sources')."""
+        return self.prompts.build(ctx, max_new_tokens, self.context_blocks(ctx, self.prompts.config, blocks))
+
+    def context_blocks(self, ctx: CodeContext, config: PromptConfig, blocks=None) -> list:
+        """The PromptBlocks of a grounded context's prompt, best first (the budget keeps the
+        first that fit): the IDE's declarations when `config.declarations`, then the block
+        sources' (retrieval), then `blocks`. The one place both `prompt` and the session's
+        scheduler take them from."""
         every = [b for src in self.block_sources for b in src(ctx)] + list(blocks or ())
-        cfg = self.prompts.config
-        if cfg.declarations:      # best first, so the budget keeps the most useful ones
+        if config.declarations:
             from .retrieval.declarations import declaration_blocks
             tok = self.lm.tokenizer
-            every = declaration_blocks(ctx, cfg.declaration_tokens, lambda s: len(
+            every = declaration_blocks(ctx, config.declaration_tokens, lambda s: len(
                 tok(s, add_special_tokens=False)["input_ids"])) + every
-        return self.prompts.build(ctx, max_new_tokens, every)
+        return every
 
     def guides(self, row_ctx: CodeContext, prompt, sampling: SamplingConfig, names=None,
                stop=()) -> list:

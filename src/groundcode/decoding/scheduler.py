@@ -244,7 +244,9 @@ class Scheduler:
                 prompt = Prompt(ids=list(req.prompt_ids))
             else:
                 builder = self._builder(pconf)
-                every = [b for src in gen.block_sources for b in src(ctx)] + list(req.blocks)
+                # declarations need a file (a grounded context); retrieval works on any text
+                every = gen.context_blocks(ctx, pconf if grounded else replace(pconf, declarations=False),
+                                           req.blocks)
                 prompt = builder.build(ctx, req.sampling.max_new_tokens, every)
             row_ctx = ctx.continued(prompt.owed)
             names = req.guides if req.guides is not None else (
