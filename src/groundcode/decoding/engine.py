@@ -544,10 +544,11 @@ class Batch:
     def feed(self) -> None:
         """One new column per live row (the accepted token, or the one re-fed after a cut), and
         after it the row's draft tokens if the drafter proposes some (drafts.py): one forward."""
-        self._trim()
+        k = self.drafter.width(len(self.rows)) if self.drafter is not None and self.engine.multi_token else 0
+        if k:
+            self._trim()
         col = self.columns
         fed = []
-        k = self.drafter.width(len(self.rows)) if self.drafter is not None and self.engine.multi_token else 0
         for r in self.rows:
             v = r.view
             if r.refeed is not None:
