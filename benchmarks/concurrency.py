@@ -13,7 +13,10 @@ Figures per level (1, 4, 16): wall seconds one at a time and at once, their rati
 gain), p50/p95 request latency (submit to done) in both modes, errors, generated tokens, and
 the process's resident memory before the level and after it. Next keystroke: for cursor sites
 at column c, the request at c+1 (one more character typed) after the one at c, with the prefix
-cache on, against the c+1 request cold; the median latency ratio.
+cache on, against the c+1 request cold; the median latency ratio — with the session's drafts
+(the c request's suggestion verified in one forward where the typed character starts it:
+decoding/drafts.py) and without (`reuse_no_drafts_ms`: prefix reuse alone).
+`--keystroke-only` runs just that part.
 Prompts are capped at `--max-prompt-tokens` (1,024: what Continue sends) so that a CPU run ends;
 the keystroke sites are the fixture's and (when built) standing dereference tasks' real files,
 whose capped prompts are long enough for the prefill to matter.
@@ -135,19 +138,27 @@ def keystroke(gen, sites, max_new: int) -> dict:
         cold = Session(gen, prefix_cache_bytes=0)
         gc_ = cold.submit(gen.request(b, s)).result(600)[0]
         cold.close()
-        warm = Session(gen)
-        warm.submit(gen.request(a, s)).result(600)
-        gw = warm.submit(gen.request(b, s)).result(600)[0]
-        warm.close()
+        reused = {}
+        for drafts in (False, True):    # prefix reuse alone; and drafts from the last suggestion
+            warm = Session(gen, drafts=drafts)
+            warm.submit(gen.request(a, s)).result(600)
+            reused[drafts] = warm.submit(gen.request(b, s)).result(600)[0]
+            warm.close()
+        gw, gp = reused[True], reused[False]
         rows.append({"site": f"{path.name}:{line}:{col + 1}", "cold_ms": gc_.timings["total_ms"],
-                     "reuse_ms": gw.timings["total_ms"], "prompt_tokens": gw.prompt_tokens,
+                     "reuse_ms": gw.timings["total_ms"], "reuse_no_drafts_ms": gp.timings["total_ms"],
+                     "prompt_tokens": gw.prompt_tokens,
                      "tokens_cached": gw.tokens_cached, "cold_prefill_ms": gc_.timings["prefill_ms"],
-                     "reuse_prefill_ms": gw.timings["prefill_ms"],
-                     "same_text": gw.completion == gc_.completion})
-    ratios = [r["reuse_ms"] / r["cold_ms"] for r in rows if r["cold_ms"]]
-    pre = [r["reuse_prefill_ms"] / r["cold_prefill_ms"] for r in rows if r["cold_prefill_ms"]]
-    return {"sites": rows, "median_latency_ratio": round(statistics.median(ratios), 3) if ratios else None,
-            "median_prefill_ratio": round(statistics.median(pre), 3) if pre else None}
+                     "reuse_prefill_ms": gw.timings["prefill_ms"], "tokens": gw.tokens,
+                     "drafted": gw.drafted, "draft_accepted": gw.draft_accepted,
+                     "same_text": gw.completion == gc_.completion == gp.completion})
+    med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
+    return {"sites": rows,
+            "median_latency_ratio": med([r["reuse_ms"] / r["cold_ms"] for r in rows if r["cold_ms"]]),
+            "median_latency_ratio_no_drafts": med([r["reuse_no_drafts_ms"] / r["cold_ms"]
+                                                   for r in rows if r["cold_ms"]]),
+            "median_prefill_ratio": med([r["reuse_prefill_ms"] / r["cold_prefill_ms"]
+                                         for r in rows if r["cold_prefill_ms"]])}
 
 
 def main() -> None:
@@ -160,6 +171,8 @@ def main() -> None:
     ap.add_argument("--max-prompt-tokens", type=int, default=1024)
     ap.add_argument("--keystroke-new-tokens", type=int, default=16, help="new tokens in the keystroke test (a line)")
     ap.add_argument("--quick", action="store_true", help="levels 1,4; 8 new tokens; fixture contexts only")
+    ap.add_argument("--keystroke-only", action="store_true",
+                    help="only the next-keystroke part (no load levels, no warm-up of their contexts)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "concurrency.json"))
     args = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -170,13 +183,18 @@ def main() -> None:
     from groundcode.config import MonitorConfig, PromptConfig, SamplingConfig
     if args.quick:
         args.levels, args.max_new_tokens, args.tasks = "1,4", 8, "/nonexistent"
-    levels = [int(x) for x in args.levels.split(",")]
+    levels = [] if args.keystroke_only else [int(x) for x in args.levels.split(",")]
     with Generator(args.model, MonitorConfig(enabled=True),
                    prompt=PromptConfig(max_prompt_tokens=args.max_prompt_tokens)) as gen:
         ctxs, sites = contexts(Path(args.tasks), args.per_kind)
         # warm-up: every context once, so the analyzer's caches are as warm for the first
         # mode measured as for the second
-        gen.run(ctxs, SamplingConfig(max_new_tokens=args.max_new_tokens))
+        if levels:
+            gen.run(ctxs, SamplingConfig(max_new_tokens=args.max_new_tokens))
+        else:           # the keystroke sites' first requests (what the levels' warm-up covers)
+            from groundcode.api import cursor_context
+            gen.run([cursor_context(p, ln, c, r) for p, ln, c, r in sites],
+                    SamplingConfig(max_new_tokens=args.keystroke_new_tokens))
         t0 = time.perf_counter()
         result = {"model": gen.lm.name, "device": str(gen.engine.device), "grounding": True,
                   "max_new_tokens": args.max_new_tokens, "contexts": len(ctxs),

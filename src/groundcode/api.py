@@ -48,6 +48,8 @@ class Generation:
                                                   # decode_ms, analysis_ms, total_ms
     stop: object = None                # a guide's Stop(reason, cut, payload) when finish_reason is "stop"
     remote_requests: int | None = None # requests sent to a remote model's server (None: local model)
+    drafted: int = 0                   # draft tokens verified (decoding/drafts.py) ...
+    draft_accepted: int = 0            # ... and accepted: tokens that cost no forward of their own
 
     def to_json(self) -> dict:
         d = asdict(self)

@@ -9,7 +9,8 @@ steps (continuous batching). Knows no analyzer, no prompt format and no threads.
     events = batch.step()                     # phases 1-4 below, for every row
     batch.evict()                             # finished rows leave; their KV columns are freed
     batch.feed()                              # phase 5
-    run = engine.stream(specs, sampling)      # the same, synchronous, for a fixed set of rows:
+    run = engine.stream(specs, sampling)      # the same, synchronous, for a fixed set of rows
+                                              #   (drafter=drafts.Drafter(): greedy rows draft)
     for ev in run: ...; run.cancel(row_id)    #   Event(kind, row=<RowSpec.id>, ...)
     outs = engine.generate(specs, sampling)   # consumed: [RowOutput, ...]
 
@@ -29,7 +30,11 @@ The step, per row (one readable loop: `Batch.step` then `Batch.feed`):
               back are resolved (shortest cut wins, every guide restored, the winner told); end
               of text, a guide's stop or the length limit finish the row after `settle` (which
               may still propose a cut: the row goes on); newly final text goes out (FINAL)
-  5. feed     one new column for every live row, one forward
+  5. feed     one new column for every live row, one forward; a greedy row may add draft
+              tokens after its own (drafts.py: the last suggestion, prompt lookup), and then
+              in the next step, after its ordinary step, takes one more ordinary step per draft
+              position on that position's logits while the accepted token is the draft token
+              (drafts.verify); the unused draft columns are masked as a cut's are
 
 A cut without copying the cache: the row's attention-mask columns of its discarded inputs are
 set to 0 and token L-1 is fed again; position ids are the running count of unmasked columns, so
@@ -37,7 +42,8 @@ the re-fed token lands at the right position. Columns masked in every row (rollb
 rows, the left padding of merged rows) are dropped on eviction (`Batch.compact`).
 Not here: the scheduler and streams (scheduler.py, session.py), guides (guides/), checkpoints
 (checkpoints.py), the KV tensors' API (kv.py), prefix reuse (prefix_cache.py), teacher forcing
-(replay.py). Test: tests/test_engine.py, tests/test_session.py.
+(replay.py), where drafts come from (drafts.py). Test: tests/test_engine.py, tests/test_session.py,
+tests/test_drafts.py.
 """
 from __future__ import annotations
 
@@ -47,7 +53,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..config import SamplingConfig
-from . import kv
+from . import drafts, kv
 from .checkpoints import Checkpoints, proposals_of
 from .detokenize import Detokenizer
 from .guides.base import Guide, RowView, Stop, TriggerRecord
@@ -67,6 +73,8 @@ class RowSpec:
     id: object = None                   # the row's name in events (default: its index)
     stop_ids: frozenset = frozenset()   # extra end-of-text ids (e.g. FIM's pad / file separator)
     choose: object = None               # token policy (replay.Teacher); None: sample and verify
+    draft: object = None                # drafts.Reference: what the row probably writes (the last
+                                        #   suggestion here, when the user typed its start)
 
 
 @dataclass
@@ -80,6 +88,8 @@ class RowOutput:
     stop: Stop | None = None            # the guide's stop (reason, payload) when "stop"
     id: object = None
     error: str | None = None            # "error": what failed (a guide raised)
+    drafted: int = 0                    # draft tokens fed (drafts.py) and accepted
+    draft_accepted: int = 0
 
 
 @dataclass
@@ -120,6 +130,11 @@ class Row:
         self.fed_cols: list[int] = []    # fed_cols[k] = cache column where tokens[k] was fed
         self.last_prompt_col = -1
         self.refeed: int | None = None   # token to feed again after a cut
+        self.draft: list[int] = []       # draft tokens fed after the last token (drafts.py),
+        self.draft_cols: list[int] = []  #   their cache columns
+        self.draft_logits = None         #   and the logits after each of them
+        self._prompt_arr = None
+        self.drafted = self.draft_accepted = 0
         self.finish: str | None = None
         self.stop: Stop | None = None
         self.error: str | None = None
@@ -131,6 +146,13 @@ class Row:
     @property
     def live(self) -> bool:
         return self.finish is None
+
+    def lookup_seq(self):
+        """Prompt + tokens as an int64 array (prompt lookup drafts)."""
+        import numpy as np
+        if self._prompt_arr is None:
+            self._prompt_arr = np.asarray(self.spec.prompt_ids, dtype=np.int64)
+        return np.concatenate([self._prompt_arr, np.asarray(self.view.tokens, dtype=np.int64)])
 
 
 class Engine:
@@ -146,6 +168,9 @@ class Engine:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos)
         # A head wider than the tokenizer (padded embeddings): those ids have no text; never sample them.
         self.width = vocab.size
+        # Draft tokens need a forward that scores every new column (any causal LM does); a test
+        # double that scores only the last one says so (tests/scripted.py).
+        self.multi_token = not getattr(model, "one_token_steps", False)
         import inspect
         try:       # prefill computes the last position's logits only, where the model allows it
             self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
@@ -159,21 +184,24 @@ class Engine:
     def row(self, spec: RowSpec, sampling: SamplingConfig, index: int = 0) -> Row:
         return Row(self, spec, sampling, index)
 
-    def stream(self, specs: list[RowSpec], sampling: SamplingConfig) -> "Decoding":
-        return Decoding(self, specs, sampling)
+    def stream(self, specs: list[RowSpec], sampling: SamplingConfig, drafter=None) -> "Decoding":
+        return Decoding(self, specs, sampling, drafter)
 
-    def generate(self, specs: list[RowSpec], sampling: SamplingConfig, on_event=None) -> list[RowOutput]:
-        run = self.stream(specs, sampling)
+    def generate(self, specs: list[RowSpec], sampling: SamplingConfig, on_event=None,
+                 drafter=None) -> list[RowOutput]:
+        run = self.stream(specs, sampling, drafter)
         for ev in run:
             if on_event is not None:
                 on_event(ev)
         return run.outputs
 
     def forward(self, ids, attn, past, pos, last_only: bool = True):
+        """Logits [B, V] of the last new column (last_only) or [B, W, V] of every one."""
         kw = {"logits_to_keep": 1 if last_only else 0} if self._keep_arg else {}
         out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos,
                          past_key_values=past, use_cache=True, **kw)
-        return out.logits[:, -1, : self.width].float(), out.past_key_values
+        logits = out.logits[:, -1] if last_only else out.logits
+        return logits[..., : self.width].float(), out.past_key_values
 
     def prefill(self, prompt: list[int], prefix_cache=None, cancelled=None, chunk: int = PREFILL_CHUNK):
         """One prompt alone, to the end (see `Prefill`); None when `cancelled()` turned true."""
@@ -222,8 +250,9 @@ class Prefill:
 class Batch:
     """The running rows, their KV cache (as tensors), attention mask and next-token logits."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, drafter=None):
         self.engine = engine
+        self.drafter = drafter               # drafts.Drafter: greedy rows verify drafts; None: off
         self.rows: list[Row] = []
         self.layers: list | None = None      # [(k, v)] [B, H, L, D]
         self.attn: torch.Tensor | None = None
@@ -257,6 +286,7 @@ class Batch:
             self.logits = torch.cat([self.logits, logits.expand(n, -1)])
             for r in self.rows:
                 r.fed_cols = [c + shift for c in r.fed_cols]
+                r.draft_cols = [c + shift for c in r.draft_cols]
                 r.last_prompt_col += shift
         for r in rows:
             r.last_prompt_col = L - 1
@@ -293,7 +323,24 @@ class Batch:
         self.attn = self.attn.index_select(1, idx)
         for r in self.rows:
             r.fed_cols = [new_of[c] for c in r.fed_cols]
+            r.draft_cols = [new_of[c] for c in r.draft_cols]
             r.last_prompt_col = new_of[r.last_prompt_col]
+
+    def mask_columns(self, i: int, cols: list[int]) -> None:
+        """Row i no longer attends to these cache columns (a cut, unused draft tokens)."""
+        if cols:
+            self.attn[i, torch.tensor(cols, device=self.attn.device)] = 0
+
+    def _trim(self) -> None:
+        """Drop trailing columns no row attends to (unused drafts): a slice, nothing copied."""
+        used = self.attn.bool().any(0)
+        if bool(used[-1]):
+            return
+        n = int(used.nonzero().max()) + 1 if bool(used.any()) else 0
+        n = max(n, max((r.last_prompt_col + 1 for r in self.rows), default=0))
+        if n < self.attn.shape[1]:
+            self.layers = [(k[:, :, :n], v[:, :, :n]) for k, v in self.layers]
+            self.attn = self.attn[:, :n]
 
     @property
     def nbytes(self) -> int:
@@ -302,26 +349,9 @@ class Batch:
     # -- the step -----------------------------------------------------------------------------
     def step(self) -> list[Event]:
         """Phases 1-4 for every live row; returns the events in order."""
-        eng, rows, logits = self.engine, self.rows, self.logits
-        constrained = [False] * len(rows)
-        for i, r in enumerate(rows):
-            v = r.view
-            if not r.live or v.forced:
-                continue
-            try:
-                # -- 1. scores ------------------------------------------------------------------
-                for g in r.scorers:
-                    g.logits(v, logits[i])
-                # -- 2. masks -------------------------------------------------------------------
-                allowed = combine(g.mask(v) for g in r.guides) if r.guides else None
-            except Exception as exc:            # a failing guide ends its own row only
-                self._fail(r, exc)
-                continue
-            if allowed is not None:
-                keep_only(logits[i], allowed)
-                constrained[i] = True
-                r.constrained += 1
-        toks = self._sample(logits, rows)       # the one host sync per step (greedy rows)
+        rows = self.rows
+        constrained = [bool(self._shape(r, i)) for i, r in enumerate(rows)]
+        toks = self._sample(self.logits, rows)  # the one host sync per step (greedy rows)
         events: list[Event] = []
         for i, r in enumerate(rows):
             if not r.live:
@@ -333,7 +363,30 @@ class Batch:
             except Exception as exc:
                 self._fail(r, exc)
                 events.append(self._finished(r))
+            if r.draft_cols:                    # draft tokens were fed after the last token
+                drafts.verify(self, r, i, events)
         return events
+
+    def _shape(self, r: Row, i: int) -> bool | None:
+        """Phases 1-2 for row i on `self.logits[i]`: True if a mask was applied; None if a guide
+        failed (the row ended)."""
+        v, logits = r.view, self.logits
+        if not r.live or v.forced:
+            return False
+        try:
+            # -- 1. scores ----------------------------------------------------------------------
+            for g in r.scorers:
+                g.logits(v, logits[i])
+            # -- 2. masks -----------------------------------------------------------------------
+            allowed = combine(g.mask(v) for g in r.guides) if r.guides else None
+        except Exception as exc:                # a failing guide ends its own row only
+            self._fail(r, exc)
+            return None
+        if allowed is None:
+            return False
+        keep_only(logits[i], allowed)
+        r.constrained += 1
+        return True
 
     def _row_step(self, r: Row, i: int, tok: int, constrained: bool, events: list) -> None:
         v, eng = r.view, self.engine
@@ -409,8 +462,7 @@ class Batch:
             r.refeed = r.spec.prompt_ids[-1]
         else:
             r.refeed = v.tokens[length - 1]
-        if cols:
-            self.attn[v.index, torch.tensor(cols, device=self.attn.device)] = 0
+        self.mask_columns(v.index, cols)
         del r.fed_cols[max(length - 1, 0):]
         r.rollbacks += 1
 
@@ -476,7 +528,7 @@ class Batch:
             k = bisect.bisect_right(v.ends, cut)
             text = self.engine.detok.decode(v.tokens[:k]) + v.text[(v.ends[k - 1] if k else 0): cut]
         r.output = RowOutput(text, list(v.tokens), r.finish or "length", v.triggers, r.rollbacks,
-                             r.constrained, r.stop, r.id, r.error)
+                             r.constrained, r.stop, r.id, r.error, r.drafted, r.draft_accepted)
         return Event(FINISHED, r.id, output=r.output)
 
     def _sample(self, logits: torch.Tensor, rows: list[Row]) -> list[int]:
@@ -490,27 +542,48 @@ class Batch:
     # -- 5. feed ------------------------------------------------------------------------------
     @torch.inference_mode()
     def feed(self) -> None:
-        """One new column per live row (the accepted token, or the one re-fed after a cut)."""
+        """One new column per live row (the accepted token, or the one re-fed after a cut), and
+        after it the row's draft tokens if the drafter proposes some (drafts.py): one forward."""
+        k = self.drafter.width(len(self.rows)) if self.drafter is not None and self.engine.multi_token else 0
+        if k:
+            self._trim()
         col = self.columns
-        nxt = []
+        fed = []
         for r in self.rows:
             v = r.view
             if r.refeed is not None:
-                nxt.append(r.refeed)
+                fed.append([r.refeed])
                 r.refeed = None
                 if v.tokens:
                     r.fed_cols.append(col)
                 else:
                     r.last_prompt_col = col
             else:
-                nxt.append(v.tokens[-1])
+                r.draft = self.drafter.propose(r, k) if k else []
+                fed.append([v.tokens[-1]] + r.draft)
                 r.fed_cols.append(col)
+        W = max(len(f) for f in fed)
         dev = self.attn.device
-        self.attn = torch.cat([self.attn, torch.ones((len(self.rows), 1), dtype=torch.long, device=dev)], 1)
-        pos = self.attn.sum(-1, keepdim=True) - 1
-        ids = torch.tensor(nxt, dtype=torch.long, device=dev).unsqueeze(1)
-        self.logits, past = self.engine.forward(ids, self.attn, kv.cache(self.layers), pos)
+        if W == 1:
+            self.attn = torch.cat([self.attn, torch.ones((len(self.rows), 1), dtype=torch.long, device=dev)], 1)
+            pos = self.attn.sum(-1, keepdim=True) - 1
+            ids = torch.tensor(fed, dtype=torch.long, device=dev)
+            self.logits, past = self.engine.forward(ids, self.attn, kv.cache(self.layers), pos)
+            self.layers = kv.layers(past)
+            return
+        # drafts: W columns for every row; a row's unused ones are masked (attended by no one)
+        pad = self.engine.pad_id
+        ids = torch.tensor([f + [pad] * (W - len(f)) for f in fed], dtype=torch.long, device=dev)
+        new = torch.tensor([[1] * len(f) + [0] * (W - len(f)) for f in fed], dtype=torch.long, device=dev)
+        self.attn = torch.cat([self.attn, new], 1)
+        pos = (self.attn.cumsum(-1)[:, -W:] - 1).clamp(min=0)
+        logits, past = self.engine.forward(ids, self.attn, kv.cache(self.layers), pos, last_only=False)
         self.layers = kv.layers(past)
+        self.logits = logits[:, 0]
+        for i, (r, f) in enumerate(zip(self.rows, fed)):
+            if len(f) > 1:
+                r.draft_cols = list(range(col + 1, col + len(f)))
+                r.draft_logits = logits[i, 1: len(f)]
 
 
 class Decoding:
@@ -518,8 +591,8 @@ class Decoding:
     iterator of events; `cancel(row_id)` any time; `outputs` (RowOutput per spec, in order) once
     it is exhausted. Rows with the same prompt share one prefill."""
 
-    def __init__(self, engine: Engine, specs: list[RowSpec], sampling: SamplingConfig):
-        self.engine, self.specs, self.sampling = engine, specs, sampling
+    def __init__(self, engine: Engine, specs: list[RowSpec], sampling: SamplingConfig, drafter=None):
+        self.engine, self.specs, self.sampling, self.drafter = engine, specs, sampling, drafter
         self.outputs: list[RowOutput] = []
         self.prefilled_rows = 0          # distinct prompts prefilled
         self._cancelled: set = set()
@@ -538,7 +611,7 @@ class Decoding:
     def _loop(self):
         eng = self.engine
         rows = [eng.row(s, self.sampling, i) for i, s in enumerate(self.specs)]
-        batch = Batch(eng)
+        batch = Batch(eng, self.drafter)
         groups: dict[tuple, list[Row]] = {}
         for r in rows:
             groups.setdefault(tuple(r.spec.prompt_ids), []).append(r)

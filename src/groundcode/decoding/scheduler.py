@@ -25,6 +25,7 @@ import time
 from collections import deque
 
 from ..errors import GroundcodeError
+from .drafts import Drafter, Suggestions
 from .engine import FINAL, FINISHED, TOKEN, Batch, Prefill, RowSpec
 from .prefix_cache import PrefixCache
 
@@ -77,12 +78,14 @@ class _Job:
 
 class Scheduler:
     def __init__(self, generator, max_rows: int = 16, prefix_cache_bytes: int = 512 << 20,
-                 prefill_chunk: int = 256):
+                 prefill_chunk: int = 256, drafter: Drafter | None = None):
         self.gen = generator
         self.engine = generator.engine
         self.max_rows = max(1, int(max_rows))
         self.prefill_chunk = max(1, int(prefill_chunk))
         self.prefix_cache = PrefixCache(prefix_cache_bytes)
+        self.drafter = drafter                # None: greedy rows decode one token per forward
+        self.suggestions = Suggestions()      # the last suggestions: drafts for the next keystroke
         self.batch = self._new_batch()
         self._q: queue.Queue = queue.Queue()
         self._waiting: deque = deque()
@@ -94,7 +97,7 @@ class Scheduler:
 
     # -- the back end (decoding/remote.py overrides these) ----------------------------------------
     def _new_batch(self):
-        return Batch(self.engine)
+        return Batch(self.engine, self.drafter)
 
     def _new_prefill(self, ids: list[int]):
         return Prefill(self.engine, ids, self.prefix_cache, self.prefill_chunk)
@@ -265,8 +268,9 @@ class Scheduler:
                                                     tuple(req.stop), grounded))
                 if req.logit_bias and not job.warm:
                     guides.insert(0, LogitBias(req.logit_bias))
+                draft = self.suggestions.reference(row_ctx) if self.drafter is not None else None
                 spec = RowSpec(prompt.ids, row_ctx, guides, req.sampling.seed + j, id=(job, j),
-                               stop_ids=prompt.stop_ids)
+                               stop_ids=prompt.stop_ids, draft=draft)
                 r = self.engine.row(spec, req.sampling, len(self.batch.rows) + j)
                 r.view.cancelled = threading.Event()
                 r.job = job
@@ -311,6 +315,9 @@ class Scheduler:
             elif ev.kind == FINISHED:
                 o = ev.output
                 job.left -= 1
+                if o.finish_reason != "error" and self.drafter is not None:
+                    v = job.rows[j].view        # its raw tokens: the next keystroke's draft
+                    self.suggestions.add(job.row_ctx, v.tokens, v.text, v.ends)
                 if job.t_first is None and o.tokens:
                     job.t_first = time.perf_counter()
                 if o.finish_reason == "error":
@@ -348,7 +355,9 @@ class Scheduler:
                           o.rollbacks if o is not None else 0,
                           prompt_tokens=len(job.prompt.ids) if job.prompt is not None else 0,
                           tokens_cached=getattr(job.prefill, "cached", 0) if job.prefill is not None else 0,
-                          timings=timings, stop=o.stop if o is not None else None)
+                          timings=timings, stop=o.stop if o is not None else None,
+                          drafted=o.drafted if o is not None else 0,
+                          draft_accepted=o.draft_accepted if o is not None else 0)
 
     def _end_unstarted(self, job: _Job, reason: str) -> None:
         """A request that ends before its rows decoded (cancelled or expired while waiting or
