@@ -235,7 +235,7 @@ def test_a_cancelled_drafted_request_keeps_only_verified_text_and_still_drafts_t
     with _gen(tiny_lm) as gen:
         with Session(gen, drafts=False) as plain:
             full = plain.submit(Request(prompt_text=PROMPTS[0], sampling=long)).result(60)[0]
-        with Session(gen) as sess:
+        with Session(gen, drafts=Drafter()) as sess:       # prompt lookup on (off by default)
             st = sess.submit(Request(prompt_text=PROMPTS[0], sampling=long))
             next(u for u in st if u.kind == "text")
             st.cancel()

@@ -181,16 +181,19 @@ class Session:
     of up to `max_rows` rows, a prefix cache of `prefix_cache_bytes` (LRU)."""
 
     def __init__(self, generator, max_rows: int | None = None, prefix_cache_bytes: int = 512 << 20,
-                 prefill_chunk: int = 256, drafts: bool = True):
+                 prefill_chunk: int = 256, drafts=True):
         """`drafts`: greedy rows verify draft tokens (the last suggestion where the user typed
-        its start, prompt lookup) in one forward (decoding/drafts.py); the same tokens."""
+        its start) in one forward (decoding/drafts.py); the same tokens. Prompt lookup drafts
+        stay off here: a rejected draft costs a wider forward, and on CPU their net effect
+        under load has not been measured (`drafts=Drafter()` turns them on; `drafts` may be a
+        decoding.drafts.Drafter, True for the default one, or False for none)."""
         drafter = None
         if getattr(getattr(generator, "engine", None), "remote", False):
             from .decoding.remote import RemoteScheduler as Scheduler   # the model is a server
         else:
             from .decoding.drafts import Drafter
             from .decoding.scheduler import Scheduler
-            drafter = Drafter() if drafts else None
+            drafter = (drafts if isinstance(drafts, Drafter) else Drafter(lookup=False)) if drafts else None
         self.generator = generator
         self._sched = Scheduler(generator, max_rows=max_rows or getattr(generator, "batch_rows", 16),
                                 prefix_cache_bytes=prefix_cache_bytes, prefill_chunk=prefill_chunk,
