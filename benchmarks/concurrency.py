@@ -20,7 +20,9 @@ decoding/drafts.py) and without (`reuse_no_drafts_ms`: prefix reuse alone).
 Prompts are capped at `--max-prompt-tokens` (1,024: what Continue sends) so that a CPU run ends;
 the keystroke sites are the fixture's and (when built) standing dereference tasks' real files,
 whose capped prompts are long enough for the prefill to matter.
-Writes benchmarks/results/concurrency.json (or --out) and prints a table. CPU by default.
+Weights: `--dtype auto` (the default) loads what `groundcode serve` would on this machine
+(bfloat16 on a CPU with native bfloat16). Writes benchmarks/results/concurrency.json (or --out)
+and prints a table. CPU by default.
 """
 from __future__ import annotations
 
@@ -173,6 +175,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="levels 1,4; 8 new tokens; fixture contexts only")
     ap.add_argument("--keystroke-only", action="store_true",
                     help="only the next-keystroke part (no load levels, no warm-up of their contexts)")
+    ap.add_argument("--dtype", default="auto",
+                    help="weights' dtype; auto: what `groundcode serve` loads here (bfloat16 on a CPU "
+                         "with native bfloat16, models/load.serving_dtype)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "concurrency.json"))
     args = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -184,7 +189,9 @@ def main() -> None:
     if args.quick:
         args.levels, args.max_new_tokens, args.tasks = "1,4", 8, "/nonexistent"
     levels = [] if args.keystroke_only else [int(x) for x in args.levels.split(",")]
-    with Generator(args.model, MonitorConfig(enabled=True),
+    from groundcode.models.load import serving_dtype
+    dtype = serving_dtype(args.dtype, None)
+    with Generator(args.model, MonitorConfig(enabled=True), dtype=dtype,
                    prompt=PromptConfig(max_prompt_tokens=args.max_prompt_tokens)) as gen:
         ctxs, sites = contexts(Path(args.tasks), args.per_kind)
         # warm-up: every context once, so the analyzer's caches are as warm for the first
@@ -197,6 +204,7 @@ def main() -> None:
                     SamplingConfig(max_new_tokens=args.keystroke_new_tokens))
         t0 = time.perf_counter()
         result = {"model": gen.lm.name, "device": str(gen.engine.device), "grounding": True,
+                  "dtype": dtype or "float32",
                   "max_new_tokens": args.max_new_tokens, "contexts": len(ctxs),
                   "max_prompt_tokens": args.max_prompt_tokens,
                   "keystroke_new_tokens": args.keystroke_new_tokens,
