@@ -107,7 +107,13 @@ $GC bench report "$R/summary.json" --results "$W/results.jsonl" --tasks "$T" --b
 PAIRS=""
 for A in $ARMS; do if [ "$A" != "$FIRST" ]; then PAIRS="$PAIRS $FIRST:$A"; fi; done
 case " $ARMS " in *" monitored "*) case " $ARMS " in *" declarations+monitored "*) PAIRS="$PAIRS monitored:declarations+monitored";; esac;; esac
-KINDS=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))[sys.argv[2]]["kinds"]))' "$R/summary.json" "$FIRST")
+KINDS=$(python3 -c '
+import json, sys
+try:
+    print(" ".join(json.load(open(sys.argv[1]))[sys.argv[2]]["kinds"]))
+except (OSError, KeyError, ValueError):
+    pass    # nothing scored (no paired tasks): no intervals
+' "$R/summary.json" "$FIRST")
 for P in $PAIRS; do
   for K in $KINDS; do
     python3 benchmarks/paired_diff.py "$W/results.jsonl" --a "${P%%:*}" --b "${P#*:}" --kind "$K" \
