@@ -12,20 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
+from serve_process import free_port, start_serve, stop
+
 CART_MEMBERS = {"owner", "registry", "add", "last"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env() -> dict:
@@ -36,29 +30,9 @@ def _env() -> dict:
 @pytest.fixture(scope="module")
 def remote():
     """`python -m groundcode serve --model tiny` (no workspace), stopped at the end."""
-    import httpx
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "groundcode", "serve", "--model", "tiny",
-                             "--port", str(port), "--max-concurrency", "4"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env())
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            if httpx.get(base + "/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            raise RuntimeError("groundcode serve did not start: " + proc.stdout.read().decode()[-2000:])
-        time.sleep(0.3)
+    proc, base = start_serve(["--model", "tiny", "--max-concurrency", "4"], _env(), free_port())
     yield base + "/v1"
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop(proc)
 
 
 def test_cli_complete_through_a_remote_server_is_grounded(remote, shop_repo):
@@ -97,7 +71,7 @@ def test_remote_model_errors_are_one_line(remote):
     from groundcode.errors import GroundcodeError
     with pytest.raises(GroundcodeError, match="does not serve 'other'"):
         Generator(remote, remote_model="other", tokenizer="tiny")
-    port = _free_port()
+    port = free_port()
     with pytest.raises(GroundcodeError, match="cannot connect"):
         Generator(f"http://127.0.0.1:{port}/v1", tokenizer="tiny")
 

@@ -10,8 +10,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -24,6 +22,8 @@ from groundcode.server.admission import Admission, Busy
 from groundcode.server.app import create_app
 from groundcode.server.options import ServeOptions
 from groundcode.server.service import Service
+
+from serve_process import free_port, start_serve, stop
 
 CART_MEMBERS = {"owner", "registry", "add", "last", "total"}
 EDIT = "\n    def total(self): return self."
@@ -333,44 +333,19 @@ def test_admission_queue_bound_and_timeout():
 
 # -- a real server: `groundcode serve` on loopback ---------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, shop_repo):
     """`python -m groundcode serve --workspace <copy of shop> --model tiny` (the bundled tiny
     model), stopped at the end of the module."""
     root = tmp_path_factory.mktemp("live") / "shop"
     shutil.copytree(shop_repo, root)
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.Popen([sys.executable, "-m", "groundcode", "serve", "--workspace", str(root),
-                             "--model", "tiny", "--port", str(port), "--max-concurrency", "2",
-                             "--queue", "4"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    import httpx
-    deadline = time.time() + 120
-    while True:
-        try:
-            if httpx.get(base + "/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            raise RuntimeError("groundcode serve did not start: " + proc.stdout.read().decode()[-2000:])
-        time.sleep(0.3)
+    proc, base = start_serve(["--workspace", str(root), "--model", "tiny", "--max-concurrency", "2",
+                              "--queue", "4"], env, port)
     before = _tree_hash(root)
     yield base, root
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop(proc)
     assert _tree_hash(root) == before        # the server never wrote into its workspace
 
 
