@@ -33,6 +33,9 @@ DTYPE_FLAG=(); if [ -n "$DTYPE" ]; then DTYPE_FLAG=(--dtype "$DTYPE"); fi
 R=${R:-benchmarks/results/standing_${SCOPE}_$TAG${DTYPE:+-$DTYPE}}
 W=${W:-$HOME/.cache/groundcode/bench/standing-${SCOPE}-run-$TAG${DTYPE:+-$DTYPE}}
 GC=${GC:-groundcode}
+# HW: where the samples were generated (for the report and timing.json); set it when the samples
+# came from elsewhere (RESUME=1 STOP_AT=1 scores a samples file that is already complete)
+export HW=${HW:-2 shared CPU cores}
 MODEL_FLAG=(--model "$MODEL")
 if [ -z "${FORCE:-}" ] && [ -e "$R/summary.json" ]; then
   echo "error: $R already holds results; set R=a new directory (or FORCE=1 to replace them)" >&2; exit 2
@@ -103,7 +106,7 @@ t3=$(t)
 FIRST=${ARMS%% *}
 $GC bench report "$R/summary.json" --results "$W/results.jsonl" --tasks "$T" --baseline "$FIRST" --no-examples --out "$R" \
   --title "groundcode standing benchmark ($SCOPE): ${ARMS// / vs } ($TAG${DTYPE:+, $DTYPE})" \
-  --notes "$WHAT ($PAIRED tasks finished by every configuration), model $MODEL${DTYPE:+ ($DTYPE weights)}, commit $COMMIT, greedy, 96 new tokens, prompts capped at ${MAX_PROMPT} tokens (0: the window), 2 shared CPU cores. Commands: benchmarks/bench_standing_cpu.sh; docs/BENCHMARK.md."
+  --notes "$WHAT ($PAIRED tasks finished by every configuration), model $MODEL${DTYPE:+ ($DTYPE weights)}, commit $COMMIT, greedy, 96 new tokens, prompts capped at ${MAX_PROMPT} tokens (0: the window), ${HW}. Commands: benchmarks/bench_standing_cpu.sh; docs/BENCHMARK.md."
 PAIRS=""
 for A in $ARMS; do if [ "$A" != "$FIRST" ]; then PAIRS="$PAIRS $FIRST:$A"; fi; done
 case " $ARMS " in *" monitored "*) case " $ARMS " in *" declarations+monitored "*) PAIRS="$PAIRS monitored:declarations+monitored";; esac;; esac
@@ -127,7 +130,7 @@ out, commit, model, load0, paired = sys.argv[1:6]
 t0, t2, t3, t4 = map(float, sys.argv[6:10])
 row = {"commit": commit, "model": model, "dtype": os.environ.get("DTYPE") or "float32", "paired_tasks": int(paired), "stages": os.environ.get("STAGES", "all"),
        "max_prompt_tokens": int(os.environ.get("MAX_PROMPT", "0")), "scope": os.environ.get("SCOPE", "cpu"), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-       "load_avg_1m_at_start": float(load0), "run_s": json.loads(sys.argv[10]),
+       "hardware": os.environ.get("HW", "2 shared CPU cores"), "load_avg_1m_at_start": float(load0), "run_s": json.loads(sys.argv[10]),
        "score_s": round(t3 - t2, 1), "report_s": round(t4 - t3, 1), "total_s": round(t4 - t0, 1),
        "load_avg_1m_at_end": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
 json.dump(row, open(out, "w"), indent=2)
