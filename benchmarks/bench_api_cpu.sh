@@ -3,12 +3,14 @@
 # SDK monitors alone, on the recipe's `cpu` subset with the registry default model (smollm2-135m).
 # Writes summary.json, table.md and timing.json to benchmarks/results/bench_api_cpu/; samples and
 # per-sample results (they quote botocore's documentation) stay in $W outside the repository.
-# Run: bash benchmarks/bench_api_cpu.sh   (env: W=work dir, MODEL=name/path, SUBSET=api:cpu)
+# Run: bash benchmarks/bench_api_cpu.sh   (env: W=work dir, MODEL=name/path, SUBSET=api:cpu; SUBSET=all:
+# every task of the recipe, 120; R=results dir)
 set -euo pipefail
 W=${W:-$HOME/.cache/groundcode/bench/api-cpu-run}
 R=${R:-benchmarks/results/bench_api_cpu}
 GC=${GC:-groundcode}
 SUBSET=${SUBSET:-api:cpu}
+SEL=(--subset "$SUBSET"); if [ "$SUBSET" = all ]; then SEL=(); fi
 MODEL_FLAG=()
 if [ -n "${MODEL:-}" ]; then MODEL_FLAG=(--model "$MODEL"); fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
@@ -20,11 +22,11 @@ t0=$(t)
 t1=$(t)
 [ -f "$W/bench/tasks.jsonl" ] || $GC bench build --kind api --recipe api --out "$W/bench"   # checks tasks_sha256
 t2=$(t)
-$GC bench api-run "$W/bench/tasks.jsonl" --subset "$SUBSET" --index "$W/index" --out "$W/samples.jsonl" \
+$GC bench api-run "$W/bench/tasks.jsonl" "${SEL[@]}" --index "$W/index" --out "$W/samples.jsonl" \
   --configs base,dag,dagpp,dagpp+sdk,sdk --precision 0.5 -k 1 --threshold 0.8 --design desc+spec \
   --max-new-tokens 48 "${MODEL_FLAG[@]}"
 t3=$(t)
-$GC bench api-score "$W/bench/tasks.jsonl" "$W/samples.jsonl" --subset "$SUBSET" --results "$W/results.jsonl" \
+$GC bench api-score "$W/bench/tasks.jsonl" "$W/samples.jsonl" "${SEL[@]}" --results "$W/results.jsonl" \
   --summary "$R/summary.json" | tee "$R/table.md"
 t4=$(t)
 python3 - "$R/timing.json" "$t0" "$t1" "$t2" "$t3" "$t4" <<'PY'
