@@ -302,6 +302,7 @@ def _members_at(job: Job, proj) -> tuple[dict, str | None, object, list]:
     """(names and kinds, reason to fail open from class facts, the Script, the receiver's
     inferred values) at the job's cursor."""
     from .jedi_classes import class_facts, closed_getattr_names, is_dynamic
+    from .jedi_receiver import placeholder
     script = _jedi().Script(job.code, path=job.path, project=proj)
     completions = script.complete(job.line, job.column)
     names: dict[str, str] = {}
@@ -325,6 +326,9 @@ def _members_at(job: Job, proj) -> tuple[dict, str | None, object, list]:
         inferred = script.infer(job.line, job.column - 1) if job.column > 0 else []
     except Exception:
         inferred = []
+    # `self.__class__` is typing.Self to Jedi: that placeholder's members (typing_extensions'
+    # _SpecialForm, whose closed __getattr__ no longer fails open) are not the class's
+    note = placeholder(inferred) or note
     if note is None:
         note, extra = class_facts(script, proj, job.code, job.path, inferred)
         for n in extra:
