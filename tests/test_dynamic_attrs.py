@@ -126,11 +126,13 @@ def test_class_text_with_a_closed_getattr_adds_its_names():
     assert class_dynamics(src) == ({"later"}, False)
     assert class_dynamics(src.replace("raise AttributeError(name)", "return 2"))[1] is True
     assert class_dynamics("class C:\n    def __getattribute__(self, name):\n        return 1\n")[1] is True
-    # a class being written: the head that parses is read as code, the partial rest as text
-    head = "class C:\n    def __setstate__(self, s):\n        self.__dict__.update(s)\n    def f(self):\n"
-    assert class_dynamics(head + "        self.") == (frozenset(), False)
-    assert class_dynamics(head + "        setattr(self, k, (")[1] is True
-    assert class_dynamics(head + "        setattr(self, 'k', (") == ({"k"}, False)
+    # a class being written: its partial line is read as text, the rest (after it too) as code
+    head = "class C:\n    def f(self):\n"
+    tail = "\n    def __setstate__(self, s):\n        self.__dict__.update(s)\n"
+    assert class_dynamics(head + "        self." + tail) == (frozenset(), False)
+    assert class_dynamics(head + "        setattr(self, k, (" + tail)[1] is True
+    assert class_dynamics(head + "        setattr(self, 'k', (" + tail) == ({"k"}, False)
+    assert class_dynamics(head + "        self." + tail.replace("__setstate__", "load"))[1] is True
 
 
 PACKAGE = {

@@ -20,8 +20,8 @@ A class makes up names when a `__getattribute__` is defined, an open `__getattr_
 `self.__dict__.update(...)` / `vars(self).update(...)` — except inside `__setstate__`, which
 restores from a pickle the names `__getstate__` took from the same kind of instance. A literal
 setattr name, or a loop variable over a literal tuple/list/set of strings, is a member instead.
-Text that does not parse (from the first line a syntax error is on) is read with regular
-expressions instead (any such call or definition there counts).
+A line that does not parse (a class being written: `x = self.`) is read with regular expressions
+instead (any such call or definition there counts), the rest as code.
 
 Not here: which `__getattr__` a receiver has, stub files, the standard library's exceptions
 (jedi_classes.py). Test: tests/test_dynamic_attrs.py.
@@ -166,27 +166,29 @@ def _self_dict(node) -> bool:
         and len(node.args) == 1 and _is_param(node.args[0], "self")
 
 
-def _parse_head(src: str, tries: int = 4) -> tuple[ast.Module | None, str]:
-    """The tree of the longest head of `src` that parses, cutting at the line of each syntax
-    error (a class in the file being written ends in partial code: `self.`), and the text cut
-    off; (None, src) when no head parses within `tries` cuts."""
+def _parse_lenient(src: str, tries: int = 4) -> tuple[ast.Module | None, str]:
+    """The tree of `src` with each line a syntax error is on replaced by `pass` (a class in the
+    file being written holds partial code: `x = self.`), and the lines so replaced; (None, src)
+    when it still does not parse after `tries` lines."""
     lines = textwrap.dedent(src).splitlines(keepends=True)
-    n = len(lines)
-    for _ in range(tries):
+    dropped: list = []
+    for _ in range(tries + 1):
         try:
-            return ast.parse("".join(lines[:n])), "".join(lines[n:])
+            return ast.parse("".join(lines)), "".join(dropped)
         except (SyntaxError, ValueError) as e:
-            n = min(n - 1, (getattr(e, "lineno", None) or n) - 1)
-            if n <= 0:
+            k = (getattr(e, "lineno", None) or 0) - 1
+            if not 0 <= k < len(lines) or not lines[k].strip() or lines[k].lstrip().startswith("pass\n"):
                 break
+            dropped.append(lines[k])
+            lines[k] = lines[k][: len(lines[k]) - len(lines[k].lstrip())] + "pass\n"
     return None, src
 
 
 def class_dynamics(src: str) -> tuple[frozenset, bool]:
     """(names that literal `setattr(self, ...)` and closed `__getattr__`s in the class text
     `src` (dedented or not) create, whether the class makes up names its text cannot tell)."""
-    tree, rest = _parse_head(src)
-    # what does not parse (the partial code of a class being written) is read as text
+    tree, rest = _parse_lenient(src)
+    # lines that do not parse (the partial code of a class being written) are read as text
     names: set = set(_LITERAL_SETATTR.findall(rest))
     dynamic = bool(_DYNAMIC_TEXT.search(rest) or _UNKNOWN_SETATTR.search(rest))
     if tree is None:
