@@ -2,35 +2,40 @@
 members does its class create at run time that Jedi does not list?
 
     note, extra = class_facts(script, project, code, path, inferred)
+    names = closed_getattr_names(completion, code, path)    # a closed `__getattr__`'s names
 
 `note` is a reason to fail open (None when the list can be trusted):
-    "dynamic: X.__getattr__"             the class (or a non-stdlib module) answers unknown names
+    "dynamic: X.__getattr__"             the class (or a non-stdlib module) answers unknown names:
+                                         its `__getattr__` is not closed (no source, a stub, or
+                                         a return not guarded by a test of the name against
+                                         string literals: dynamic_attrs.py)
     "dynamic: X sets attributes at run time"  `setattr(self, <name>, ...)` with a name that cannot be
                                          known from the text, `self.__dict__[...] = `,
-                                         `vars(self).update(...)`
+                                         `vars(self).update(...)` (not inside `__setstate__`),
+                                         or an open `__getattr__` / a `__getattribute__` in its text
     "unresolved base: B"                 a base class cannot be resolved: inherited members missing
 `extra` are names that `setattr(self, "x", ...)` creates: a literal name, or a loop variable over
-a literal tuple/list/set of strings (`for n in ("a", "b"): setattr(self, n, None)`). They are
-members (a `self.a` after such a loop is no false block), and such a class is not "dynamic".
+a literal tuple/list/set of strings (`for n in ("a", "b"): setattr(self, n, None)`), and the
+names a closed `__getattr__` answers. They are members (a `self.a` after such a loop is no false
+block), and such a class is not "dynamic".
 
 Runs inside the worker (jedi_worker.py); the Jedi objects come from there. Memoised per class
 per worker (a class's text is fixed while the worker's overlay is; a class in the file being
 written is memoised per text of that file: its facts must not depend on which splice asked
-first). Test: tests/test_analysis.py.
+first). Test: tests/test_analysis.py, tests/test_dynamic_attrs.py.
 """
 from __future__ import annotations
 
 import ast
 import hashlib
-import re
 import sys
 import sysconfig
 from pathlib import Path
 
+from .dynamic_attrs import class_dynamics, getattr_names
+
 _STDLIB = sysconfig.get_paths()["stdlib"]
-_DYNAMIC_TEXT = re.compile(r"\b(?:self\.__dict__|vars\(self\))\.update\("
-                           r"|\bself\.__dict__\[[^\]\n]*\]\s*=(?!=)|\bdef __getattr(?:ibute)?__\b")
-_NOTES: dict = {}     # (module path, line, name) -> (note, extra names)
+_NOTES: dict = {}     # (module path, line, name, text) -> (note, extra names); ("getattr", ...) -> names
 
 
 def reset() -> None:
@@ -50,6 +55,25 @@ def is_dynamic(full_name: str, name: str) -> bool:
     if name == "__getattribute__":
         return "SimpleNamespace" in full_name
     return len(parts) > 2                     # Module.Class.__getattr__, not module.__getattr__
+
+
+def closed_getattr_names(c, code: str, path: str) -> frozenset | None:
+    """The names the `__getattr__` Jedi names `c` answers when its source shows it closed
+    (dynamic_attrs.py), else None (open, a stub's declaration, no source: `is_dynamic` decides).
+    Memoised per definition (and per text of the file being written)."""
+    mp, line = c.module_path, c.line
+    if mp is None or line is None or str(mp).endswith(".pyi"):
+        return None
+    own = Path(mp) == Path(path)
+    text = hashlib.blake2s(code.encode("utf-8", "surrogatepass"), digest_size=8).digest() if own else None
+    key = ("getattr", str(mp), line, text)
+    if key not in _NOTES:
+        try:
+            from .jedi_worker import source_text
+            _NOTES[key] = getattr_names(code if own else source_text(str(mp)), line)
+        except Exception:
+            _NOTES[key] = None
+    return _NOTES[key]
 
 
 def class_facts(script, project, code: str, path: str, inferred: list) -> tuple[str | None, frozenset]:
@@ -78,53 +102,6 @@ def _inspect_once(project, code: str, path: str, d) -> tuple[str | None, frozens
     return _NOTES[key]
 
 
-def setattr_names(src: str) -> tuple[frozenset, bool]:
-    """(literal names that `setattr(self, ...)` in `src` creates, whether some call's name
-    cannot be known). `src` is a class's text (dedented or not)."""
-    import textwrap
-    try:
-        tree = ast.parse(textwrap.dedent(src))
-    except SyntaxError:
-        unknown = bool(re.search(r"\bsetattr\(\s*self\s*,\s*[^'\"\s]", src))
-        return frozenset(re.findall(r"\bsetattr\(\s*self\s*,\s*['\"](\w+)['\"]", src)), unknown
-    names: set = set()
-    unknown = False
-    loops: dict[str, list] = {}
-
-    def literal_strings(node) -> list | None:
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
-            return [e.value for e in node.elts]
-        return None
-
-    def visit(node, loops):
-        nonlocal unknown
-        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
-            vals = literal_strings(node.iter)
-            inner = dict(loops)
-            if vals is not None:
-                inner[node.target.id] = vals
-            else:
-                inner.pop(node.target.id, None)
-            for child in node.body + node.orelse:
-                visit(child, inner)
-            return
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
-                and len(node.args) >= 2 and isinstance(node.args[0], ast.Name) and node.args[0].id == "self":
-            n = node.args[1]
-            if isinstance(n, ast.Constant) and isinstance(n.value, str):
-                names.add(n.value)
-            elif isinstance(n, ast.Name) and n.id in loops:
-                names.update(loops[n.id])
-            else:
-                unknown = True
-        for child in ast.iter_child_nodes(node):
-            visit(child, loops)
-
-    visit(tree, loops)
-    return frozenset(n for n in names if n.isidentifier()), unknown
-
-
 def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
     """Dynamic attributes, literal setattr names or an unresolved base in the class `d` is."""
     import jedi
@@ -141,9 +118,7 @@ def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
     src = "".join(lines[l0 - 1: l1 - (c1 == 0)])      # an end at column 0 is the next line's start
     extra: frozenset = frozenset()
     if not mp.startswith(_STDLIB):
-        if _DYNAMIC_TEXT.search(src):
-            return f"dynamic: {d.name} sets attributes at run time", frozenset()
-        extra, unknown = setattr_names(src)
+        extra, unknown = class_dynamics(src)
         if unknown:
             return f"dynamic: {d.name} sets attributes at run time", frozenset()
     first = lines[l0 - 1]

@@ -13,6 +13,10 @@ the code that asks about it as narrowed by an isinstance guard.
         "untyped"                      Jedi infers nothing for it (no annotation, no assignment
                                        it can follow): the same situation as an unannotated
                                        parameter
+    placeholder(inferred) -> reason | None
+        "untyped: typing.Self"         Jedi infers a typing placeholder, not a type: `self.__class__`
+                                       is `typing.Self` (typeshed's `type[Self]`), an instance of
+                                       `_SpecialForm`, whose members are no answer
     narrowed_code(code, line, column, receiver, subject, cls) -> (code, column) | None
         the code with the receiver's `subject` replaced by `cls()`: Jedi completes there what a
         `cls` instance offers (a guard `isinstance(subject, cls)` holds: guards.py)
@@ -41,6 +45,17 @@ def receiver_at(code: str, line: int, column: int) -> str:
     if not text.endswith("."):
         return ""
     return receiver_before(text, len(text) - 1)
+
+
+_PLACEHOLDERS = {"typing.Self", "typing_extensions.Self", "typing._SpecialForm", "typing_extensions._SpecialForm"}
+
+
+def placeholder(inferred: list) -> str | None:
+    """"untyped: X" when a value Jedi infers for the receiver is a typing placeholder X."""
+    for d in inferred:
+        if (d.full_name or "") in _PLACEHOLDERS:
+            return f"untyped: {d.full_name}"
+    return None
 
 
 def narrowed_code(code: str, line: int, column: int, receiver: str, subject: str,

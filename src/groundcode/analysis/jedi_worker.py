@@ -4,6 +4,7 @@
     complete_members(job)      names completion offers at the job's cursor, and a reason to fail
                                open (jedi_classes.py; for no members, what Jedi knew:
                                jedi_receiver.py) or None; plus names created by literal setattr
+                               or answered by a closed `__getattr__` (dynamic_attrs.py)
                                and, inside an isinstance guard (guards.py), the guard classes'
                                members
     warm_file(job)             parse the file and infer its imports (cold start off the clock)
@@ -300,24 +301,34 @@ def _empty(names: dict, inferred: list) -> bool:
 def _members_at(job: Job, proj) -> tuple[dict, str | None, object, list]:
     """(names and kinds, reason to fail open from class facts, the Script, the receiver's
     inferred values) at the job's cursor."""
-    from .jedi_classes import class_facts, is_dynamic
+    from .jedi_classes import class_facts, closed_getattr_names, is_dynamic
+    from .jedi_receiver import placeholder
     script = _jedi().Script(job.code, path=job.path, project=proj)
     completions = script.complete(job.line, job.column)
     names: dict[str, str] = {}
     note = None
+    lazy: frozenset = frozenset()      # names a closed `__getattr__` answers (numpy's submodules)
     for c in completions:
         n = c.name
         if c.type == "keyword":
             continue
         if n in ("__getattr__", "__getattribute__") and note is None:
             full = c.full_name or ""
-            if is_dynamic(full, n):
+            closed = closed_getattr_names(c, job.code, job.path) if n == "__getattr__" else None
+            if closed is not None:
+                lazy |= closed
+            elif is_dynamic(full, n):
                 note = f"dynamic: {full or n}"
         names[n] = c.type
+    for n in lazy:
+        names.setdefault(n, "statement")
     try:
         inferred = script.infer(job.line, job.column - 1) if job.column > 0 else []
     except Exception:
         inferred = []
+    # `self.__class__` is typing.Self to Jedi: that placeholder's members (typing_extensions'
+    # _SpecialForm, whose closed __getattr__ no longer fails open) are not the class's
+    note = placeholder(inferred) or note
     if note is None:
         note, extra = class_facts(script, proj, job.code, job.path, inferred)
         for n in extra:
