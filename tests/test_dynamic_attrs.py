@@ -233,8 +233,12 @@ def test_a_closed_getattr_in_the_file_being_written_is_read_from_its_text(tmp_pa
 def test_numpy_and_urllib_parse_are_answered(tmp_path):
     # numpy (a dependency) and urllib.parse have closed module __getattr__s (lazy submodules,
     # a deprecation shim): their members are an answer, the lazy names included
+    import numpy
     names, note = _ask(tmp_path, "import numpy as np\nnp.")
-    assert note is None and {"linalg", "array", "fft"} <= names
+    if int(numpy.__version__.split(".")[0]) >= 2:
+        assert note is None and {"linalg", "array", "fft"} <= names
+    else:   # numpy 1.x's __getattr__ returns a stand-in for any expired alias: open, rightly
+        assert note == "dynamic: numpy.__getattr__"
     names, note = _ask(tmp_path, "import urllib.parse\nurllib.parse.")
     assert note is None and {"quote", "Quoter"} <= names
 
