@@ -62,15 +62,8 @@ gen() {  # gen CONFIG LIMIT FLAGS...
   if [ "$s" -le 0 ]; then return 0; fi
   timeout -s INT "$s" $GC bench run "$T" "${SEL[@]}" "${lf[@]}" --config "$cfg" "$@" --max-new-tokens 96 --max-prompt-tokens "$MAX_PROMPT" "${MODEL_FLAG[@]}" "${DTYPE_FLAG[@]}" --out "$W/samples.jsonl" || true
 }
-flags() {  # the bench run flags of an arm
-  case "$1" in
-    baseline) echo --no-monitor;;
-    monitored) echo --monitor;;
-    declarations) echo --no-monitor --declarations;;
-    declarations+monitored) echo --monitor --declarations;;
-    *) echo "error: unknown arm $1 (baseline, monitored, declarations, declarations+monitored)" >&2; exit 2;;
-  esac
-}
+# shellcheck source=benchmarks/standing_arms.sh
+source "$(dirname "$0")/standing_arms.sh"   # flags ARM
 for A in $ARMS; do flags "$A" > /dev/null; done
 declare -A RUN_S
 for A in $ARMS; do RUN_S[$A]=0; done

@@ -24,8 +24,8 @@ GC=${GC:-groundcode}
 ARMS="baseline monitored declarations declarations+monitored"
 export TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 mkdir -p "$OUT/logs"
-flags() { case "$1" in baseline) echo --no-monitor;; monitored) echo --monitor;;
-  declarations) echo --no-monitor --declarations;; declarations+monitored) echo --monitor --declarations;; esac; }
+# shellcheck source=benchmarks/standing_arms.sh
+source "$(dirname "$0")/standing_arms.sh"   # flags ARM
 declare -A tries pids
 while true; do
   busy=0; running=0

@@ -44,8 +44,7 @@ def _strings(node) -> set | None:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1 \
             and not node.keywords and node.func.id in ("frozenset", "set", "tuple", "list"):
         node = node.args[0]
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(_str(e) for e in node.elts):
         return {e.value for e in node.elts}
     return None
 

@@ -1,0 +1,11 @@
+# The standing benchmark's arms and their `groundcode bench run` flags, sourced by
+# bench_standing_cpu.sh and bench_standing_gpu.sh (one list, so the two cannot drift).
+flags() {  # the bench run flags of an arm
+  case "$1" in
+    baseline) echo --no-monitor;;
+    monitored) echo --monitor;;
+    declarations) echo --no-monitor --declarations;;
+    declarations+monitored) echo --monitor --declarations;;
+    *) echo "error: unknown arm $1 (baseline, monitored, declarations, declarations+monitored)" >&2; exit 2;;
+  esac
+}
