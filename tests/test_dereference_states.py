@@ -309,3 +309,29 @@ def test_a_local_bound_to_an_unannotated_parameter_fails_open_as_inferred():
         _feed(mon, row, tok)
     assert mon.state == WAIT and not [c for c in fa.calls if c[0] == "updates"]
     assert row.triggers[-1].reason == "inferred: alias of the unannotated parameter foo"
+
+
+def test_a_parameter_typed_in_its_docstring_is_asked_about_not_guessed():
+    # Jedi infers `:type foo: Registry` as it would an annotation (not from call sites): the
+    # monitor asks and narrows instead of failing open as "inferred"
+    fa = FakeAnalyzer({"foo": ["size", "append"]})
+    mon = DereferenceMonitor(fa, verify_first=False)
+    row = _row('class A:\n    def f(self, foo, x):\n        """Do it.\n\n        :type foo: shop.Registry\n'
+               '        :param x: no type given\n        """\n')
+    mon.reset(row)
+    assert mon._annotations == {"foo": "shop.Registry"}
+    for tok in ["        ", "return", " ", "foo", "."]:
+        _feed(mon, row, tok)
+    assert fa.calls and mon.state == NARROW and mon.nar.names == {"size", "append"}
+    for tok in ["size", "\n", "        ", "x", "."]:
+        _feed(mon, row, tok)
+    assert row.triggers[-1].reason == "inferred: unannotated parameter"
+
+
+def test_docstring_types_reads_the_forms_jedi_reads():
+    from groundcode.pycode import docstring_types
+    body = ('    """Sum.\n\n    :type a: numpy.ndarray\n    :param int b: count\n    @type c: list of str\n'
+            '    d : float\n    """\n    return a\n')
+    assert docstring_types(body, ["a", "b", "c", "d"]) == {"a": "numpy.ndarray", "b": "int", "c": "list of str"}
+    assert docstring_types('    """Unclosed\n    :type a: int\n', ["a"]) == {}
+    assert docstring_types("    return a  # :type a: int\n", ["a"]) == {}

@@ -40,6 +40,24 @@ x == boto3.client("s3")
     assert client_bindings(code) == {"client": "dynamodb", "q": "sqs", "iam": "iam", "self.ec2": "ec2"}
 
 
+def test_a_file_without_client_bindings_is_not_lexed(monkeypatch):
+    """Every prefetch query asks the SDK analyzer first; a file that binds no client answers
+    "unknown receiver" without lexing the whole text (a 2,000-line module once cost ~20 ms a
+    query, nine queries a request)."""
+    from groundcode.analysis import sdk as sdk_mod
+    lexed = []
+    real = sdk_mod._code_only
+    monkeypatch.setattr(sdk_mod, "_code_only", lambda code: lexed.append(1) or real(code))
+    big = "class A:\n    def f(self):\n        return self.x\n" * 500 + "def g(client):\n    client."
+    a = SdkAnalyzer().members(big, Path("x.py"), big.count("\n") + 1, len("    client."), receiver="client")
+    assert a.failed == "unknown receiver" and lexed == []
+    # a file that does bind one is still read in scope
+    code = SNIPPET + "\n"
+    assert SdkAnalyzer().members(code, Path("x.py"), 5, len("response = client."),
+                                 receiver="client").names == client_methods("s3")
+    assert lexed
+
+
 def test_members_and_signature_from_models():
     sdk = SdkAnalyzer()
     code = SNIPPET + "\n"

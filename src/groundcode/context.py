@@ -22,6 +22,8 @@ tests/test_splice.py.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -86,10 +88,9 @@ class CodeContext:
         the statement after it. None outside a function with a complete header (the answer
         would not be the one the real question gets)."""
         head, lex = self.before + self.lead, self.lex_prefix + self.lead
-        fn = function_header(lex)
+        fn, start = _header_and_line(lex)       # start: the cursor's logical line, in `lex`
         if fn is None:
             return None
-        start = Lexer(lex).line_start()          # the cursor's logical line, in `lex`
         base = len(head) - len(lex)
         if start >= fn.body:
             code_before = head[: base + start]
@@ -189,3 +190,11 @@ def cursor_context(file: str | Path, line: int, column: int, repo: str | Path | 
                        after=after, stop_indent=ind - 1 if ind > 0 else None,
                        scope=f"{line}:{column}", starts_at_line=not head.strip(),
                        version=text_version(text))
+
+
+@functools.lru_cache(maxsize=4)
+def _header_and_line(lex: str):
+    """(the function header `lex` ends in, where its last logical line starts): the same for
+    every probe of one context (a request prefetches several receivers). Read only."""
+    fn = function_header(lex)
+    return (fn, Lexer(lex).line_start()) if fn is not None else (None, 0)

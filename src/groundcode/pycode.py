@@ -388,6 +388,31 @@ class FunctionHeader:
             start, body, params, annotations, indent
 
 
+_DOCSTRING = re.compile(r'\s*[rRuU]{0,2}("""|\'\'\')(.*?)\1', re.S)
+# Jedi's own docstring patterns (jedi.inference.docstrings.DOCSTRING_PARAM_PATTERNS): Sphinx
+# `:type name: T`, `:param T name:`, Epydoc `@type name: T`
+_DOC_TYPES = (r"\s*:type\s+{}:\s*([^\n]+)", r"\s*:param\s+(\w+)\s+{}:[^\n]*", r"\s*@type\s+{}:\s*([^\n]+)")
+
+
+def docstring_types(body: str, params: list[str]) -> dict[str, str]:
+    """{parameter: type text} that a function's docstring declares, where `body` is the text
+    from the body's first line on and the docstring is complete there. Only the forms Jedi
+    reads (Sphinx `:type p: T`, `:param T p:`, Epydoc `@type p: T`; not numpydoc, which Jedi
+    reads only with numpydoc installed): for such a parameter Jedi infers the declared type,
+    as for an annotation, instead of guessing from call sites."""
+    m = _DOCSTRING.match(body)
+    if m is None:
+        return {}
+    doc, out = m.group(2), {}
+    for p in params:
+        for pat in _DOC_TYPES:
+            t = re.search(pat.format(re.escape(p)), doc)
+            if t and t.group(1).strip():
+                out[p] = t.group(1).strip()
+                break
+    return out
+
+
 def function_header(text: str) -> FunctionHeader | None:
     """The header of the function whose body `text` ends in, or None (no complete header)."""
     import ast
@@ -432,12 +457,19 @@ def imported_names(text: str) -> list[str]:
     """Names the module's top-level imports bind (`import os.path` binds `os`, `from m import
     A as B` binds `B`) that the text dots into somewhere (`name.`), in import order."""
     out: list[str] = []
+    dotted = None                              # the names the text dots into: one pass, when asked
     for m in _IMPORT.finditer(text):
         for part in (m.group(1) or m.group(2) or "").split(","):
             words = part.split()
             if not words or words[0] == "*":
                 continue
             name = words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0]
-            if name.isidentifier() and name not in out and re.search(rf"(?<![\w.]){re.escape(name)}\.\w", text):
-                out.append(name)
+            if name.isidentifier() and name not in out:
+                if dotted is None:
+                    dotted = set(_DOTTED_NAME.findall(text))
+                if name in dotted:
+                    out.append(name)
     return out
+
+
+_DOTTED_NAME = re.compile(r"(?<![\w.])([^\W\d]\w*)\.\w")

@@ -206,6 +206,9 @@ def scoped_service(code: str, receiver: str, cursor: int) -> str | None:
     function is that function's (the last assignment before the cursor); else a module-level
     one; `self.x`/`cls.x`: an assignment in any method of the enclosing class. A parameter,
     or a binding to anything but a client, is unknown (None)."""
+    if "client" not in code or _BIND_RE.search(code) is None:
+        return None                                  # no client is bound anywhere (the common case:
+                                                     # no need to lex a large file per query)
     text = _code_only(code)
     chain = _enclosing(text, cursor)
     if receiver.startswith(("self.", "cls.")):

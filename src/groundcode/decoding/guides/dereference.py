@@ -51,7 +51,8 @@ import re
 import numpy as np
 
 from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, could_bind,
-                       enclosing_scope, function_header, ident_run, imported_names,
+                       docstring_types, enclosing_scope, function_header, ident_run,
+                       imported_names,
                        receiver_before, used_attributes)
 from ...analysis.base import MembersQuery, empty_answer
 from ...analysis.guards import isinstance_guards
@@ -269,9 +270,12 @@ class DereferenceMonitor(Guide):
         its body's indentation (any width) and the prefix's text from the body on."""
         fn = function_header(self.prefix)
         self._params: list[str] = fn.params if fn else []
-        self._annotations: dict[str, str] = fn.annotations if fn else {}
+        self._annotations: dict[str, str] = dict(fn.annotations) if fn else {}
         self._body_indent = fn.indent if fn else ""
         self.body_prefix = self.prefix[fn.body:] if fn else self.prefix
+        if fn:          # a docstring's `:type p: T` types `p` for Jedi as an annotation does
+            undeclared = [p for p in self._params if p not in self._annotations and p not in ("self", "cls")]
+            self._annotations.update(docstring_types(self.body_prefix, undeclared))
 
     def _prefetch(self, asked: str | None = None) -> None:
         """A body is about to be written: ask in the background for the members of the
