@@ -15,7 +15,12 @@ the process's resident memory before the level and after it. Next keystroke: for
 at column c, the request at c+1 (one more character typed) after the one at c, with the prefix
 cache on, against the c+1 request cold; the median latency ratio — with the session's drafts
 (the c request's suggestion verified in one forward where the typed character starts it:
-decoding/drafts.py) and without (`reuse_no_drafts_ms`: prefix reuse alone).
+decoding/drafts.py) and without (`reuse_no_drafts_ms`: prefix reuse alone). Every mode is a
+fresh session that serves the c request and then the c+1 one (measured), so the analyzer's
+caches and the scheduler thread are equally warm: cold differs only in reusing nothing (no
+prefix cache, no drafts). Each site is measured `--repeats` times (median per site); ratios
+are given over all sites, the real files' sites (~1,000-token prompts) and the fixture's
+(30-77 tokens, where prefill is a small part of a request).
 `--keystroke-only` runs just that part.
 Prompts are capped at `--max-prompt-tokens` (1,024: what Continue sends) so that a CPU run ends;
 the keystroke sites are the fixture's and (when built) standing dereference tasks' real files,
@@ -128,39 +133,46 @@ def level(gen, ctxs, n: int, max_new: int) -> dict:
     return out
 
 
-def keystroke(gen, sites, max_new: int) -> dict:
+def keystroke(gen, sites, max_new: int, repeats: int = 3) -> dict:
     from groundcode.api import cursor_context
     from groundcode.config import SamplingConfig
     from groundcode.session import Session
     s = SamplingConfig(max_new_tokens=max_new)
+    med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
     rows = []
     for path, line, col, repo in sites:
         # the cursor one character further on: the character the file has there is typed
         a, b = cursor_context(path, line, col, repo), cursor_context(path, line, col + 1, repo)
-        cold = Session(gen, prefix_cache_bytes=0)
-        gc_ = cold.submit(gen.request(b, s)).result(600)[0]
-        cold.close()
-        reused = {}
-        for drafts in (False, True):    # prefix reuse alone; and drafts from the last suggestion
-            warm = Session(gen, drafts=drafts)
-            warm.submit(gen.request(a, s)).result(600)
-            reused[drafts] = warm.submit(gen.request(b, s)).result(600)[0]
-            warm.close()
-        gw, gp = reused[True], reused[False]
-        rows.append({"site": f"{path.name}:{line}:{col + 1}", "cold_ms": gc_.timings["total_ms"],
-                     "reuse_ms": gw.timings["total_ms"], "reuse_no_drafts_ms": gp.timings["total_ms"],
-                     "prompt_tokens": gw.prompt_tokens,
-                     "tokens_cached": gw.tokens_cached, "cold_prefill_ms": gc_.timings["prefill_ms"],
-                     "reuse_prefill_ms": gw.timings["prefill_ms"], "tokens": gw.tokens,
-                     "drafted": gw.drafted, "draft_accepted": gw.draft_accepted,
+        runs = {"cold": [], "reuse": [], "reuse_no_drafts": []}
+        for _ in range(repeats):
+            # Each mode is a fresh session that serves the request at c, then the one at c+1
+            # (measured): the same history (analysis caches, the scheduler thread's warm-up),
+            # differing only in what is reused. cold: no prefix cache, no drafts.
+            for mode, kw in (("cold", {"prefix_cache_bytes": 0, "drafts": False}),
+                             ("reuse_no_drafts", {"drafts": False}), ("reuse", {})):
+                sess = Session(gen, **kw)
+                sess.submit(gen.request(a, s)).result(600)
+                runs[mode].append(sess.submit(gen.request(b, s)).result(600)[0])
+                sess.close()
+        gc_, gw, gp = runs["cold"][-1], runs["reuse"][-1], runs["reuse_no_drafts"][-1]
+        ms = lambda mode, key="total_ms": med([g.timings[key] for g in runs[mode]])  # noqa: E731
+        rows.append({"site": f"{path.name}:{line}:{col + 1}", "fixture": repo == SHOP,
+                     "cold_ms": ms("cold"), "reuse_ms": ms("reuse"), "reuse_no_drafts_ms": ms("reuse_no_drafts"),
+                     "cold_ms_runs": [g.timings["total_ms"] for g in runs["cold"]],
+                     "reuse_ms_runs": [g.timings["total_ms"] for g in runs["reuse"]],
+                     "prompt_tokens": gw.prompt_tokens, "tokens_cached": gw.tokens_cached,
+                     "cold_prefill_ms": ms("cold", "prefill_ms"), "reuse_prefill_ms": ms("reuse", "prefill_ms"),
+                     "tokens": gw.tokens, "drafted": gw.drafted, "draft_accepted": gw.draft_accepted,
                      "same_text": gw.completion == gc_.completion == gp.completion})
-    med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
-    return {"sites": rows,
-            "median_latency_ratio": med([r["reuse_ms"] / r["cold_ms"] for r in rows if r["cold_ms"]]),
-            "median_latency_ratio_no_drafts": med([r["reuse_no_drafts_ms"] / r["cold_ms"]
-                                                   for r in rows if r["cold_ms"]]),
-            "median_prefill_ratio": med([r["reuse_prefill_ms"] / r["cold_prefill_ms"]
-                                         for r in rows if r["cold_prefill_ms"]])}
+
+    def ratio(key, base="cold_ms", which=None):
+        return med([r[key] / r[base] for r in rows if r[base] and (which is None or r["fixture"] == which)])
+    return {"sites": rows, "repeats": repeats,
+            "median_latency_ratio": ratio("reuse_ms"),
+            "median_latency_ratio_no_drafts": ratio("reuse_no_drafts_ms"),
+            "median_latency_ratio_real_files": ratio("reuse_ms", which=False),
+            "median_latency_ratio_fixture": ratio("reuse_ms", which=True),
+            "median_prefill_ratio": ratio("reuse_prefill_ms", "cold_prefill_ms")}
 
 
 def main() -> None:
@@ -172,6 +184,7 @@ def main() -> None:
     ap.add_argument("--per-kind", type=int, default=8)
     ap.add_argument("--max-prompt-tokens", type=int, default=1024)
     ap.add_argument("--keystroke-new-tokens", type=int, default=16, help="new tokens in the keystroke test (a line)")
+    ap.add_argument("--repeats", type=int, default=3, help="keystroke measurements per site (median)")
     ap.add_argument("--quick", action="store_true", help="levels 1,4; 8 new tokens; fixture contexts only")
     ap.add_argument("--keystroke-only", action="store_true",
                     help="only the next-keystroke part (no load levels, no warm-up of their contexts)")
@@ -213,7 +226,7 @@ def main() -> None:
         for n in levels:
             result["levels"].append(level(gen, ctxs, n, args.max_new_tokens))
         result["next_keystroke"] = keystroke(gen, sites[:2] if args.quick else sites,
-                                             args.keystroke_new_tokens)
+                                             args.keystroke_new_tokens, 1 if args.quick else args.repeats)
         result["wall_s"] = round(time.perf_counter() - t0, 1)
         result["load_avg_end"] = round(os.getloadavg()[0], 2)
         result["rss_mb_end"] = rss_mb()
@@ -232,7 +245,9 @@ def main() -> None:
     Console().print(t)
     ks = result["next_keystroke"]
     Console().print(f"next keystroke with prefix reuse / cold: median latency ratio "
-                    f"{ks['median_latency_ratio']}, prefill ratio {ks['median_prefill_ratio']} → {args.out}")
+                    f"{ks['median_latency_ratio']} (real files {ks['median_latency_ratio_real_files']}, "
+                    f"fixture {ks['median_latency_ratio_fixture']}), prefill ratio {ks['median_prefill_ratio']} "
+                    f"→ {args.out}")
 
 
 if __name__ == "__main__":
