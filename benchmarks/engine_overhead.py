@@ -12,7 +12,11 @@
     `ctx.continued(owed)`, the body's line break and indentation included.
 
     .venv/bin/python benchmarks/engine_overhead.py [--model ID|PATH] [--package click==8.1.7]
-                                                    [--functions 40]
+                                                    [--functions 40] [--max-prompt-tokens 1024]
+
+Prompts are capped at `--max-prompt-tokens` (1,024 by default, what Continue sends: whole-window
+prompts of click's 3,000-line modules made a CPU run spend most of its time in prefills that
+both modes share); weights in `--dtype` (auto: what `groundcode serve` loads here).
 
 Prints a table and writes benchmarks/results/engine_overhead.json.
 """
@@ -185,18 +189,22 @@ def main() -> None:
     ap.add_argument("--package", default="click==8.1.7")
     ap.add_argument("--functions", type=int, default=40)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
+    ap.add_argument("--max-prompt-tokens", type=int, default=1024, help="prompt cap (0: the model's window)")
+    ap.add_argument("--dtype", default="auto", help="auto (the serving dtype here), float32 or bfloat16")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "engine_overhead.json"))
     args = ap.parse_args()
     import torch
     if args.threads:
         torch.set_num_threads(args.threads)
     from groundcode.api import Generator, function_context
-    from groundcode.config import MonitorConfig
-    from groundcode.models.load import load_model
+    from groundcode.config import MonitorConfig, PromptConfig
+    from groundcode.models.load import load_model, serving_dtype
     root = fetch_package(args.package)
-    lm = load_model(args.model)
-    gen_plain = Generator(lm, MonitorConfig(enabled=False))
-    gen_mon = Generator(lm, MonitorConfig(enabled=True))
+    dtype = serving_dtype(args.dtype, None)
+    lm = load_model(args.model, dtype=dtype)
+    prompt = PromptConfig(max_prompt_tokens=args.max_prompt_tokens)
+    gen_plain = Generator(lm, MonitorConfig(enabled=False), prompt=prompt)
+    gen_mon = Generator(lm, MonitorConfig(enabled=True), prompt=prompt)
     funcs = pick_functions(root, args.functions)
     contexts = []
     for f, q in funcs:
@@ -204,14 +212,16 @@ def main() -> None:
     console.print(f"{len(contexts)} functions from {args.package} · model {lm.name}")
     b = free_step_overhead(gen_mon, contexts)
     gen_mon.close()
-    gen_mon = Generator(lm, MonitorConfig(enabled=True))   # fresh analyzer: cold caches again
+    gen_mon = Generator(lm, MonitorConfig(enabled=True), prompt=prompt)   # fresh analyzer: cold caches again
     c = replay(gen_plain, gen_mon, contexts)
     gen_mon.close()
     result = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                           "loadavg_end": [round(x, 2) for x in os.getloadavg()],
                           "python": platform.python_version(), "torch": torch.__version__,
                           "torch_threads": torch.get_num_threads()},
-              "package": args.package, "model": lm.name, "free_step": b, "replay": c}
+              "package": args.package, "model": lm.name, "dtype": dtype or "float32",
+              "max_prompt_tokens": args.max_prompt_tokens,
+              "replayed_against": "the healed prompt (ctx.continued(owed))", "free_step": b, "replay": c}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))
     t = Table(title="monitor overhead")
