@@ -263,7 +263,7 @@ def receiver_kind(receiver: str, params: dict[str, bool]) -> str:
 
 
 # -- runs -----------------------------------------------------------------------------------------
-def monitor_config(diagnostic: bool):
+def monitor_config(diagnostic: bool, call_sites: bool = False):
     """The configuration the audit runs: MonitorConfig's and the monitor's own defaults (what
     users get), or the diagnostic one (speculation off, a long deadline)."""
     import inspect
@@ -271,12 +271,16 @@ def monitor_config(diagnostic: bool):
     from groundcode.config import MonitorConfig
     from groundcode.decoding.guides.dereference import DereferenceMonitor
     horizon = inspect.signature(DereferenceMonitor).parameters["horizon"].default
-    m = MonitorConfig(enabled=True)
+    m = MonitorConfig(enabled=True, call_sites=call_sites or MonitorConfig.call_sites)
     if diagnostic:
-        m = MonitorConfig(enabled=True, speculate=False, deadline_s=30.0)
-    return m, {"label": "diagnostic (speculation off, long deadline)" if diagnostic else "shipped",
+        m = MonitorConfig(enabled=True, speculate=False, deadline_s=30.0, call_sites=m.call_sites)
+    label = "diagnostic (speculation off, long deadline)" if diagnostic else "shipped"
+    if m.call_sites != MonitorConfig.call_sites:
+        label += " + call-site types"
+    return m, {"label": label,
                "speculate": m.speculate, "deadline_s": m.deadline_s, "horizon": horizon,
-               "keywords": m.keywords, "sdk": m.sdk, "allow_bindings": m.allow_bindings}
+               "keywords": m.keywords, "sdk": m.sdk, "allow_bindings": m.allow_bindings,
+               "call_sites": m.call_sites}
 
 
 def prepared(gen, task: dict, sampling):
@@ -299,7 +303,7 @@ def monitored_row(gen, spec, row_ctx, ref, cfg: dict):
     rec_an = RecordingAnalyzer(an)
     m = gen.monitor
     mon = DereferenceMonitor(rec_an, m.allow_bindings, speculate=cfg["speculate"], horizon=cfg["horizon"],
-                             hide_dunder=m.hide_dunder, waits=gen.waits)
+                             hide_dunder=m.hide_dunder, waits=gen.waits, call_sites=cfg["call_sites"])
     probe = make_probe(mon, ref)
     spec.guides = [probe if isinstance(g, DereferenceMonitor) else g for g in spec.guides]
     return probe, rec_an
@@ -577,6 +581,8 @@ def main() -> None:
                     help="audit N dereference tasks per package (0 = all)")
     ap.add_argument("--diagnostic", action="store_true",
                     help="the old configuration: speculation off, a 30 s deadline (not what users run)")
+    ap.add_argument("--call-sites", action="store_true",
+                    help="ask about unannotated parameters (MonitorConfig.call_sites: Jedi's call-site types)")
     ap.add_argument("--step-ms", type=float, default=0.0,
                     help="the stub network's forward calls (decode step or prefill chunk) padded to "
                          "this many ms, in the audit pass (with --stub-forward) and the timing pass: "
@@ -609,7 +615,7 @@ def main() -> None:
     if args.timing_per_repo:
         f, d = (int(x) for x in args.timing_per_repo.split(","))
         t_tasks = pick(every, kinds, f, d)
-    monitor, cfg = monitor_config(args.diagnostic)
+    monitor, cfg = monitor_config(args.diagnostic, args.call_sites)
     lm = load_model(args.model)
     shown = t_tasks if args.timing_only else tasks
     counts = ", ".join(f"{sum(t['kind'] == k for t in shown)} {k}" for k in kinds)

@@ -335,3 +335,14 @@ def test_docstring_types_reads_the_forms_jedi_reads():
     assert docstring_types(body, ["a", "b", "c", "d"]) == {"a": "numpy.ndarray", "b": "int", "c": "list of str"}
     assert docstring_types('    """Unclosed\n    :type a: int\n', ["a"]) == {}
     assert docstring_types("    return a  # :type a: int\n", ["a"]) == {}
+
+
+def test_call_sites_ask_about_an_unannotated_parameter():
+    # MonitorConfig.call_sites: Jedi's call-site types answer for `foo` instead of failing open
+    fa = FakeAnalyzer({"foo": ["size", "append"]})
+    mon = DereferenceMonitor(fa, verify_first=False, call_sites=True)
+    row = _row("class A:\n    def f(self, foo, z: int = 0):\n")
+    mon.reset(row)
+    for tok in ["        ", "return", " ", "foo", "."]:
+        _feed(mon, row, tok)
+    assert fa.calls and mon.state == NARROW and mon.nar.names == {"size", "append"}

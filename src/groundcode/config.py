@@ -41,6 +41,9 @@ class MonitorConfig:
                                    # not on timing, load or what the process ran before
     sdk: bool = True               # boto3 clients: botocore's models answer before Jedi (needs botocore)
     keywords: bool = True          # keyword arguments of calls with a known signature are constrained
+    call_sites: bool = False       # an unannotated parameter is asked about: Jedi types it from the
+                                   # function's call sites in the repository (off: it fails open as
+                                   # "inferred", since a caller the repository lacks may pass another type)
     python: str | None = None      # interpreter/venv whose libraries Jedi sees (None: the repo's
                                    # .venv/venv if any, else Jedi's default)
 

@@ -83,8 +83,11 @@ class DereferenceMonitor(Guide):
     def __init__(self, analyzer, allow_bindings: bool = True, rollback: bool = True,
                  speculate: bool = True, horizon: int = 48, hide_dunder: bool = True,
                  verify_first: bool | None = None, waits: WaitPolicy | None = None,
-                 reproducible: bool = False):
+                 reproducible: bool = False, call_sites: bool = False):
         self.analyzer = analyzer
+        # call_sites: unannotated parameters are asked about (Jedi's types from the call sites)
+        # instead of failing open as "inferred" (MonitorConfig.call_sites)
+        self.call_sites = call_sites
         # Reproducible (bench run): no speculation, no prefetch, answers keyed by the exact
         # splice, waits that only a hung analyzer ends (PatientWait): the masks depend on the
         # code alone, not on when an answer landed or which row asked first.
@@ -231,6 +234,8 @@ class DereferenceMonitor(Guide):
     def _guessed(self, root: str, generated: str) -> str | None:
         """Why Jedi could only guess the type of `root` (from the call sites it finds): an
         unannotated parameter, or a local that some line binds to one (`x = param`)."""
+        if self.call_sites:
+            return None
         rebinds = self._rebinds(root, generated) if root else ""
         if self._unannotated(root) and not rebinds:
             return "unannotated parameter"

@@ -115,7 +115,8 @@ def _dereference(s: GuideSpec):
     m = g.monitor
     return DereferenceMonitor(g.analyzer(ctx.repo, ctx.python), m.allow_bindings,
                               speculate=m.speculate, hide_dunder=m.hide_dunder,
-                              waits=None if m.reproducible else g.waits, reproducible=m.reproducible)
+                              waits=None if m.reproducible else g.waits, reproducible=m.reproducible,
+                              call_sites=m.call_sites)
 
 
 @register("keywords")
