@@ -43,7 +43,9 @@ class MonitorConfig:
     keywords: bool = True          # keyword arguments of calls with a known signature are constrained
     call_sites: bool = False       # an unannotated parameter is asked about: Jedi types it from the
                                    # function's call sites in the repository (off: it fails open as
-                                   # "inferred", since a caller the repository lacks may pass another type)
+                                   # "inferred", since a caller the repository lacks may pass another type;
+                                   # measured on the standing functions: no net fewer fail-opens and one
+                                   # rollback of correct code, docs/BENCHMARKS.md (d))
     python: str | None = None      # interpreter/venv whose libraries Jedi sees (None: the repo's
                                    # .venv/venv if any, else Jedi's default)
 
