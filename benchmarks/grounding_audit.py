@@ -271,11 +271,11 @@ def monitor_config(diagnostic: bool, call_sites: bool = False):
     from groundcode.config import MonitorConfig
     from groundcode.decoding.guides.dereference import DereferenceMonitor
     horizon = inspect.signature(DereferenceMonitor).parameters["horizon"].default
-    m = MonitorConfig(enabled=True, call_sites=call_sites or MonitorConfig.call_sites)
+    m = MonitorConfig(enabled=True, call_sites=call_sites)
     if diagnostic:
-        m = MonitorConfig(enabled=True, speculate=False, deadline_s=30.0, call_sites=m.call_sites)
+        m = MonitorConfig(enabled=True, speculate=False, deadline_s=30.0, call_sites=call_sites)
     label = "diagnostic (speculation off, long deadline)" if diagnostic else "shipped"
-    if m.call_sites != MonitorConfig.call_sites:
+    if call_sites:
         label += " + call-site types"
     return m, {"label": label,
                "speculate": m.speculate, "deadline_s": m.deadline_s, "horizon": horizon,

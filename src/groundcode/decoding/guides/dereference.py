@@ -52,8 +52,7 @@ import numpy as np
 
 from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, could_bind,
                        docstring_types, enclosing_scope, function_header, ident_run,
-                       imported_names,
-                       receiver_before, used_attributes)
+                       imported_names, receiver_before, used_attributes)
 from ...analysis.base import MembersQuery, empty_answer
 from ...analysis.guards import isinstance_guards
 from ...analysis.wait import PatientWait, WaitPolicy
