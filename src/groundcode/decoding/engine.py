@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..config import SamplingConfig
-from . import drafts, kv
+from . import attention, drafts, kv
 from .checkpoints import Checkpoints, proposals_of
 from .detokenize import Detokenizer
 from .guides.base import Guide, RowView, Stop, TriggerRecord
@@ -171,6 +171,8 @@ class Engine:
         # Draft tokens need a forward that scores every new column (any causal LM does); a test
         # double that scores only the last one says so (tests/scripted.py).
         self.multi_token = not getattr(model, "one_token_steps", False)
+        # decode steps on a CPU take the math path instead of sdpa's slow kernel (attention.py)
+        self.attention = attention.NAME if attention.install(model) else None
         import inspect
         try:       # prefill computes the last position's logits only, where the model allows it
             self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
@@ -240,7 +242,7 @@ class Prefill:
         if self.done < len(self.prompt):
             return False
         if self.layers is None:
-            self.layers = kv.layers(self._past)
+            self.layers = kv.tight(kv.layers(self._past))
             self._past = None
             if self.prefix_cache is not None:
                 self.prefix_cache.store(self.prompt, self.layers)
@@ -254,12 +256,28 @@ class Batch:
         self.engine = engine
         self.drafter = drafter               # drafts.Drafter: greedy rows verify drafts; None: off
         self.rows: list[Row] = []
-        self.layers: list | None = None      # [(k, v)] [B, H, L, D]
+        self._layers: list | None = None     # [(k, v)] [B, H, L, D]
+        self._past = None                    # the cache object holding `layers` (kv.py), kept
+                                             # from one forward to the next while they are unchanged
         self.attn: torch.Tensor | None = None
         self.logits: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    @property
+    def layers(self) -> list | None:
+        return self._layers
+
+    @layers.setter
+    def layers(self, value) -> None:      # new tensors: the next forward wraps them afresh
+        self._layers, self._past = value, None
+
+    def _forward(self, ids, pos, last_only: bool = True):
+        past = self._past if self._past is not None else kv.cache(self._layers)
+        logits, past = self.engine.forward(ids, self.attn, past, pos, last_only)
+        self._layers, self._past = kv.layers(past), past
+        return logits
 
     @property
     def columns(self) -> int:
@@ -568,8 +586,7 @@ class Batch:
             self.attn = torch.cat([self.attn, torch.ones((len(self.rows), 1), dtype=torch.long, device=dev)], 1)
             pos = self.attn.sum(-1, keepdim=True) - 1
             ids = torch.tensor(fed, dtype=torch.long, device=dev)
-            self.logits, past = self.engine.forward(ids, self.attn, kv.cache(self.layers), pos)
-            self.layers = kv.layers(past)
+            self.logits = self._forward(ids, pos)
             return
         # drafts: W columns for every row; a row's unused ones are masked (attended by no one)
         pad = self.engine.pad_id
@@ -577,8 +594,7 @@ class Batch:
         new = torch.tensor([[1] * len(f) + [0] * (W - len(f)) for f in fed], dtype=torch.long, device=dev)
         self.attn = torch.cat([self.attn, new], 1)
         pos = (self.attn.cumsum(-1)[:, -W:] - 1).clamp(min=0)
-        logits, past = self.engine.forward(ids, self.attn, kv.cache(self.layers), pos, last_only=False)
-        self.layers = kv.layers(past)
+        logits = self._forward(ids, pos, last_only=False)
         self.logits = logits[:, 0]
         for i, (r, f) in enumerate(zip(self.rows, fed)):
             if len(f) > 1:

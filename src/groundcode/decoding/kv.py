@@ -1,8 +1,17 @@
 """The KV cache as plain tensors: the one module that touches transformers' Cache API.
 
     layers = kv.layers(cache)            # [(keys, values)] per layer, [batch, heads, seq, dim]
-    cache = kv.cache(layers)             # a DynamicCache holding them (public constructor)
+    cache = kv.cache(layers)             # a DynamicCache holding them, nothing copied
     kv.nbytes(layers)
+    kv.tight(layers)                     # the same, each in a tensor of its own size
+
+Growing layers: transformers' DynamicLayer concatenates on every update (a copy of the whole
+layer per decode step), and building a DynamicCache from tensors copies them once more. Here a
+cache wraps the given tensors as they are, and its first update moves each layer into a buffer
+with room to spare (a quarter more, at least 64 positions): later updates write into the spare
+room, and the layer is a view of the buffer's filled part. A buffer is only ever written past
+what its views cover, so a tensor handed out (to the prefix cache, to a checkpoint) never
+changes. Where transformers has no DynamicLayer (before 4.56), its plain DynamicCache is used.
 
 The engine merges, selects and compacts caches as tensors (continuous batching, eviction,
 prefix reuse) and wraps them back; models whose cache is not one full-attention layer list
@@ -26,9 +35,74 @@ def layers(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return out
 
 
+GROWING = True           # False: transformers' DynamicCache (benchmarks/decode_step.py's baseline)
+
+
 def cache(layers_):
-    from transformers import DynamicCache
-    return DynamicCache(ddp_cache_data=[(k, v) for k, v in layers_])
+    if not GROWING:
+        from transformers import DynamicCache
+        return DynamicCache(ddp_cache_data=[(k, v) for k, v in layers_])
+    try:
+        return _growing_cache(layers_)
+    except (ImportError, TypeError):
+        from transformers import DynamicCache
+        return DynamicCache(ddp_cache_data=[(k, v) for k, v in layers_])
+
+
+def tight(layers_) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each (k, v) in a tensor of its own size: views of a larger buffer are copied out (so
+    that a stored prefix holds no spare room and its bytes are what `nbytes` says)."""
+    def own(t):
+        return t if t.is_contiguous() and t.untyped_storage().nbytes() == t.numel() * t.element_size() \
+            else t.contiguous()
+    return [(own(k), own(v)) for k, v in layers_]
+
+
+_CLASSES = None
+
+
+def _classes():
+    global _CLASSES
+    if _CLASSES is None:
+        from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
+
+        class GrowingLayer(DynamicLayer):
+            def __init__(self, k=None, v=None):
+                super().__init__()
+                self._kb = self._vb = None
+                if k is not None:
+                    self.lazy_initialization(k, v)
+                    self.keys, self.values = k, v
+
+            def update(self, key_states, value_states, *args, **kwargs):
+                if not self.is_initialized:
+                    self.lazy_initialization(key_states, value_states)
+                    self.keys = self.values = None
+                n = 0 if self.keys is None or self.keys.numel() == 0 else self.keys.shape[2]
+                w = key_states.shape[2]
+                if self._kb is None or n + w > self._kb.shape[2]:
+                    cap = n + w + max(64, (n + w) // 4)
+                    b, h, _, d = key_states.shape
+                    kb, vb = key_states.new_empty(b, h, cap, d), value_states.new_empty(b, h, cap, value_states.shape[3])
+                    if n:
+                        kb[:, :, :n].copy_(self.keys)
+                        vb[:, :, :n].copy_(self.values)
+                    self._kb, self._vb = kb, vb
+                self._kb[:, :, n:n + w].copy_(key_states)
+                self._vb[:, :, n:n + w].copy_(value_states)
+                self.keys, self.values = self._kb[:, :, :n + w], self._vb[:, :, :n + w]
+                return self.keys, self.values
+
+        class GrowingCache(DynamicCache):
+            def __init__(self, layers_):
+                Cache.__init__(self, layers=[GrowingLayer(k, v) for k, v in layers_])
+
+        _CLASSES = GrowingCache
+    return _CLASSES
+
+
+def _growing_cache(layers_):
+    return _classes()(layers_)
 
 
 def nbytes(layers_) -> int:

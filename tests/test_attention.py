@@ -1,0 +1,120 @@
+"""groundcode attention (decoding/attention.py): the math path for narrow forwards equals sdpa's
+result — one-token steps of a left-padded batch, draft columns with masked holes, the causal
+case without a mask — and the engine installs it on CPU models that use sdpa only."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from groundcode.decoding import attention
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """Two copies of one random tiny Llama (grouped-query: 4 heads over 2), sdpa and groundcode."""
+    from transformers import LlamaForCausalLM
+
+    from groundcode.models.tiny import tiny_config
+    torch.manual_seed(3)
+    ref = LlamaForCausalLM(tiny_config(300, attn_implementation="sdpa")).eval()
+    ours = copy.deepcopy(ref)
+    assert attention.install(ours)
+    assert ours.config._attn_implementation == attention.NAME
+    assert ref.config._attn_implementation == "sdpa"
+    return ref, ours
+
+
+def _run(model, ids, attn, steps):
+    """Prefill `ids` with `attn`, then feed each [B, W] block of `steps` with ones appended
+    to the mask (or the block's own mask columns); the logits of every forward."""
+    out, logits = None, []
+    with torch.inference_mode():
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True)
+        logits.append(out.logits)
+        past = out.past_key_values
+        for block, cols in steps:
+            attn = torch.cat([attn, cols], 1)
+            pos = (attn.cumsum(-1)[:, -block.shape[1]:] - 1).clamp(min=0)
+            out = model(input_ids=block, attention_mask=attn, position_ids=pos, past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            logits.append(out.logits)
+    return logits
+
+
+def test_decode_steps_of_a_padded_batch_match_sdpa(pair):
+    ref, ours = pair
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(1, 300, (3, 40), generator=g)
+    attn = torch.ones(3, 40, dtype=torch.long)
+    attn[1, :7] = 0                                   # left padding
+    attn[2, :19] = 0
+    steps = [(torch.randint(1, 300, (3, 1), generator=g), torch.ones(3, 1, dtype=torch.long)) for _ in range(4)]
+    for a, b in zip(_run(ref, ids, attn, steps), _run(ours, ids, attn, steps)):
+        assert torch.allclose(a, b, atol=1e-4), (a - b).abs().max()
+
+
+def test_draft_columns_with_masked_holes_match_sdpa(pair):
+    ref, ours = pair
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, 300, (2, 12), generator=g)
+    attn = torch.ones(2, 12, dtype=torch.long)
+    attn[0, 3:5] = 0                                   # a cut: columns no one attends to
+    cols = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])   # row 0: two unused draft columns
+    steps = [(torch.randint(1, 300, (2, 5), generator=g), cols),
+             (torch.randint(1, 300, (2, 1), generator=g), torch.ones(2, 1, dtype=torch.long))]
+    a, b = _run(ref, ids, attn, steps), _run(ours, ids, attn, steps)
+    assert torch.allclose(a[1][1], b[1][1], atol=1e-4)
+    assert torch.allclose(a[1][0, :3], b[1][0, :3], atol=1e-4)     # the used columns of row 0
+    assert torch.allclose(a[2], b[2], atol=1e-4)
+
+
+def test_math_path_without_a_mask_is_causal():
+    torch.manual_seed(2)
+    q, k, v = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 7, 8), torch.randn(1, 2, 7, 8)
+    out, _ = attention._math(None, q, k, v, None, scaling=8 ** -0.5)
+    kr, vr = k.repeat_interleave(2, 1), v.repeat_interleave(2, 1)
+    mask = torch.ones(3, 7, dtype=torch.bool).tril(4)      # query i sees keys ≤ 4 + i
+    want = torch.nn.functional.scaled_dot_product_attention(q, kr, vr, attn_mask=mask).transpose(1, 2)
+    assert torch.allclose(out, want, atol=1e-5)
+
+
+def test_wide_forwards_go_to_sdpa(pair, monkeypatch):
+    ref, ours = pair
+    seen = []
+    real = attention._math
+    monkeypatch.setattr(attention, "_math", lambda *a, **k: seen.append(a[1].shape[2]) or real(*a, **k))
+    ids = torch.randint(1, 300, (1, attention.NARROW + 8))
+    with torch.inference_mode():
+        a = ref(input_ids=ids).logits
+        b = ours(input_ids=ids).logits
+        ours(input_ids=ids[:, :5])
+    assert torch.allclose(a, b, atol=1e-4)
+    assert seen and set(seen) == {5}          # only the narrow forward took the math path
+
+
+def test_install_leaves_other_models_alone(monkeypatch):
+    from transformers import LlamaForCausalLM
+
+    from groundcode.models.tiny import tiny_config
+    monkeypatch.setenv("GROUNDCODE_ATTENTION", "sdpa")
+    kept = LlamaForCausalLM(tiny_config(50, attn_implementation="sdpa"))
+    assert not attention.install(kept)
+    assert kept.config._attn_implementation == "sdpa"
+    monkeypatch.delenv("GROUNDCODE_ATTENTION")
+    eager = LlamaForCausalLM(tiny_config(50, attn_implementation="eager"))
+    assert not attention.install(eager)
+    assert eager.config._attn_implementation == "eager"
+    assert not attention.install(object())
+
+
+def test_the_engine_installs_it(tiny_model_dir):
+    from groundcode.decoding.engine import Engine
+    from groundcode.decoding.vocab.index import VocabIndex
+    from groundcode.models.load import load_model
+    lm = load_model(str(tiny_model_dir))            # a copy of its own: installing changes the config
+    assert lm.model.config._attn_implementation == "sdpa"
+    eng = Engine(lm.model, lm.tokenizer, VocabIndex.for_tokenizer(lm.tokenizer))
+    assert eng.attention == attention.NAME
