@@ -44,31 +44,36 @@ def _run(model, ids, attn, steps):
     return logits
 
 
-def test_decode_steps_of_a_padded_batch_match_sdpa(pair):
+def test_one_row_steps_with_padding_and_holes_match_sdpa(pair):
     ref, ours = pair
     g = torch.Generator().manual_seed(0)
-    ids = torch.randint(1, 300, (3, 40), generator=g)
-    attn = torch.ones(3, 40, dtype=torch.long)
-    attn[1, :7] = 0                                   # left padding
-    attn[2, :19] = 0
-    steps = [(torch.randint(1, 300, (3, 1), generator=g), torch.ones(3, 1, dtype=torch.long)) for _ in range(4)]
-    for a, b in zip(_run(ref, ids, attn, steps), _run(ours, ids, attn, steps)):
-        assert torch.allclose(a, b, atol=1e-4), (a - b).abs().max()
-
-
-def test_draft_columns_with_masked_holes_match_sdpa(pair):
-    ref, ours = pair
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(1, 300, (2, 12), generator=g)
-    attn = torch.ones(2, 12, dtype=torch.long)
-    attn[0, 3:5] = 0                                   # a cut: columns no one attends to
-    cols = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])   # row 0: two unused draft columns
-    steps = [(torch.randint(1, 300, (2, 5), generator=g), cols),
-             (torch.randint(1, 300, (2, 1), generator=g), torch.ones(2, 1, dtype=torch.long))]
+    ids = torch.randint(1, 300, (1, 40), generator=g)
+    attn = torch.ones(1, 40, dtype=torch.long)
+    attn[0, :7] = 0                                   # left padding
+    attn[0, 20:23] = 0                                # a cut: columns no one attends to
+    steps = [(torch.randint(1, 300, (1, 1), generator=g), torch.ones(1, 1, dtype=torch.long)) for _ in range(3)]
+    steps.append((torch.randint(1, 300, (1, 5), generator=g), torch.tensor([[1, 1, 1, 0, 0]])))  # drafts
+    steps.append((torch.randint(1, 300, (1, 1), generator=g), torch.ones(1, 1, dtype=torch.long)))
     a, b = _run(ref, ids, attn, steps), _run(ours, ids, attn, steps)
-    assert torch.allclose(a[1][1], b[1][1], atol=1e-4)
-    assert torch.allclose(a[1][0, :3], b[1][0, :3], atol=1e-4)     # the used columns of row 0
-    assert torch.allclose(a[2], b[2], atol=1e-4)
+    for k, (x, y) in enumerate(zip(a, b)):
+        if k == 4:                                    # the draft forward: its used columns
+            x, y = x[:, :3], y[:, :3]
+        assert torch.allclose(x, y, atol=1e-4), (k, (x - y).abs().max())
+
+
+def test_a_padded_batch_goes_to_sdpa_and_matches(pair, monkeypatch):
+    ref, ours = pair
+    seen = []
+    real = attention._math
+    monkeypatch.setattr(attention, "_math", lambda *a, **k: seen.append(tuple(a[1].shape[:3])) or real(*a, **k))
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, 300, (3, 12), generator=g)
+    attn = torch.ones(3, 12, dtype=torch.long)
+    attn[1, :4] = 0
+    steps = [(torch.randint(1, 300, (3, 1), generator=g), torch.ones(3, 1, dtype=torch.long))]
+    for x, y in zip(_run(ref, ids, attn, steps), _run(ours, ids, attn, steps)):
+        assert torch.allclose(x, y, atol=1e-4)
+    assert seen == []                                 # rows > 1: sdpa's kernel, not the math path
 
 
 def test_math_path_without_a_mask_is_causal():
