@@ -8,15 +8,15 @@
 Growing layers: transformers' DynamicLayer concatenates on every update (a copy of the whole
 layer per decode step), and building a DynamicCache from tensors copies them once more. Here a
 cache wraps the given tensors as they are, and its first update moves each layer into a buffer
-with room to spare (a quarter more, at least 64 positions): later updates write into the spare
-room, and the layer is a view of the buffer's filled part. A buffer is only ever written past
-what its views cover, so a tensor handed out (to the prefix cache, to a checkpoint) never
-changes. Where transformers has no DynamicLayer (before 4.56), its plain DynamicCache is used.
+with room to spare (`SPARE` more positions): later updates write into the spare room, and the
+layer is a view of the buffer's filled part. A buffer is only ever written past what its views
+cover, so a tensor handed out (to the prefix cache, a trimmed batch) never changes. Where
+transformers has no DynamicLayer (older releases), its plain DynamicCache is used.
 
 The engine merges, selects and compacts caches as tensors (continuous batching, eviction,
 prefix reuse) and wraps them back; models whose cache is not one full-attention layer list
 (sliding-window or hybrid layers) are refused with a GroundcodeError.
-Test: tests/test_session.py (merge, eviction, prefix reuse through the session).
+Test: tests/test_kv.py; tests/test_session.py (merge, eviction, prefix reuse through the session).
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def layers(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return out
 
 
+SPARE = 64               # positions of spare room a growing layer takes when it moves
 GROWING = True           # False: transformers' DynamicCache (benchmarks/decode_step.py's baseline)
 
 
@@ -81,7 +82,7 @@ def _classes():
                 n = 0 if self.keys is None or self.keys.numel() == 0 else self.keys.shape[2]
                 w = key_states.shape[2]
                 if self._kb is None or n + w > self._kb.shape[2]:
-                    cap = n + w + max(64, (n + w) // 4)
+                    cap = n + w + SPARE
                     b, h, _, d = key_states.shape
                     kb, vb = key_states.new_empty(b, h, cap, d), value_states.new_empty(b, h, cap, value_states.shape[3])
                     if n:
