@@ -1,6 +1,6 @@
-"""groundcode attention (decoding/attention.py): the math path for narrow forwards equals sdpa's
-result — one-token steps of a left-padded batch, draft columns with masked holes, the causal
-case without a mask — and the engine installs it on CPU models that use sdpa only."""
+"""groundcode attention (decoding/attention.py): the fold path for narrow one-row forwards equals
+sdpa's result — one row's steps with left padding, a cut and draft columns; the causal case without
+a mask — a batch goes to sdpa, and the engine installs it on CPU models that use sdpa only."""
 from __future__ import annotations
 
 import copy
@@ -73,10 +73,10 @@ def test_a_padded_batch_goes_to_sdpa_and_matches(pair, monkeypatch):
     steps = [(torch.randint(1, 300, (3, 1), generator=g), torch.ones(3, 1, dtype=torch.long))]
     for x, y in zip(_run(ref, ids, attn, steps), _run(ours, ids, attn, steps)):
         assert torch.allclose(x, y, atol=1e-4)
-    assert seen == []                                 # rows > 1: sdpa's kernel, not the math path
+    assert seen == []                                 # rows > 1: transformers' sdpa, not the fold path
 
 
-def test_math_path_without_a_mask_is_causal():
+def test_fold_path_without_a_mask_is_causal():
     torch.manual_seed(2)
     q, k, v = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 7, 8), torch.randn(1, 2, 7, 8)
     out, _ = attention._math(None, q, k, v, None, scaling=8 ** -0.5)
@@ -97,7 +97,7 @@ def test_wide_forwards_go_to_sdpa(pair, monkeypatch):
         b = ours(input_ids=ids).logits
         ours(input_ids=ids[:, :5])
     assert torch.allclose(a, b, atol=1e-4)
-    assert seen and set(seen) == {5}          # only the narrow forward took the math path
+    assert seen and set(seen) == {5}          # only the narrow forward took the fold path
 
 
 def test_install_leaves_other_models_alone(monkeypatch):

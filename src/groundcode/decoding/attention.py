@@ -3,21 +3,23 @@ interface.
 
     attention.install(model)      # engine.Engine: on CPU, where the model uses sdpa attention
 
-transformers' `sdpa` attention is right for a prefill (hundreds of query positions), but for a
-decode step (one position per row, or a few with draft tokens) PyTorch's CPU kernel is slow:
-on smollm2-135m in bfloat16 over a 950-token cache it spends ~0.4 ms a layer, 40% of the step,
-for one row. `eager` attention is faster there but copies the
-keys and values of every layer to repeat them over the query heads (grouped-query attention).
+transformers' `sdpa` attention is right for a prefill (hundreds of query positions) and for a
+batch of rows, but for a decode step of one row (one query position, or a few with draft tokens)
+the kernel it reaches on a CPU is slow: on smollm2-135m in bfloat16 over a 950-token cache it
+spends ~0.4 ms a layer, 40% of the step. `eager` attention is faster there but copies the keys
+and values of every layer to repeat them over the query heads (grouped-query attention).
 
 `groundcode` attention: a forward of one row with at most `NARROW` query positions (a decode
-step of a request alone: the editor's case) takes the plain math path (scores, softmax in
-float32, weighted values) with the query heads folded onto their key/value head, so nothing is
-copied. Every other forward (a prefill, a batch of rows) goes to transformers' own sdpa function,
-unchanged: with 4 rows the two measured alike, with 16 sdpa's kernel was faster (throughput 2.29×
-against 1.8–2.0× in benchmarks/concurrency.py) and the math path's temporaries left the process
-~180 MB larger. Both take the boolean mask that sdpa takes (registered as this implementation's mask),
-so a model may switch between them from one forward to the next. The result equals sdpa's up
-to floating-point order (tests/test_attention.py).
+step of a request alone: the editor's case) takes the "fold" path: the query heads that share a
+key/value head are folded onto the query axis and PyTorch's scaled_dot_product_attention runs
+once over the key/value heads, with an explicit boolean mask. Nothing is copied, and the kernel
+sees a few queries per head instead of one. Every other forward (a prefill, a batch of rows)
+goes to transformers' own sdpa function, unchanged: with 4 rows the two measured alike, with 16
+sdpa was faster (throughput 2.29× against 1.8–2.0× in benchmarks/concurrency.py). (A first
+version computed the scores with bfloat16 matmuls: oneDNN then kept a primitive for every new
+cache length, and the process grew by ~1 MB a step.) Both take the boolean mask that sdpa takes
+(registered as this implementation's mask), so a model may switch between them from one forward
+to the next. The result equals sdpa's up to floating-point order (tests/test_attention.py).
 `GROUNDCODE_ATTENTION=sdpa` in the environment keeps transformers' sdpa everywhere (to compare
 with runs made before, or to rule this module out).
 Measured: benchmarks/decode_step.py.
@@ -29,26 +31,25 @@ import os
 import torch
 
 NAME = "groundcode"
-NARROW = 32              # query positions up to which a forward takes the math path
+NARROW = 32              # query positions up to which a one-row forward takes the fold path
 
 
 def _math(module, query, key, value, attention_mask, scaling=None, dropout: float = 0.0, **kwargs):
     B, H, q, D = query.shape
     kvh, L = key.shape[1], key.shape[2]
     g = H // kvh
-    scale = scaling if scaling is not None else D ** -0.5
-    qf = query.reshape(B, kvh, g * q, D)                    # heads h = kv·g + j share kv head kv
-    scores = torch.matmul(qf, key.transpose(2, 3)).float() * scale
-    scores = scores.view(B, kvh, g, q, L)
-    if attention_mask is not None:
-        allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
-        scores = scores.masked_fill(~allowed.view(allowed.shape[0], 1, 1, q, L), torch.finfo(torch.float32).min)
-    elif q > 1:                                             # causal: position i sees keys ≤ L - q + i
-        causal = torch.ones(q, L, dtype=torch.bool, device=query.device).tril(L - q)
-        scores = scores.masked_fill(~causal, torch.finfo(torch.float32).min)
-    probs = scores.softmax(-1).to(value.dtype).view(B, kvh, g * q, L)
-    out = torch.matmul(probs, value).view(B, H, q, D)
-    return out.transpose(1, 2).contiguous(), None
+    qf = query.reshape(B, kvh, g * q, D)        # heads kv·g + j share kv head kv: folded onto queries
+    mask = attention_mask
+    if mask is None and q > 1:                  # causal: position i sees keys ≤ L - q + i
+        mask = torch.ones(q, L, dtype=torch.bool, device=query.device).tril(L - q).view(1, 1, q, L)
+    if mask is not None:
+        if mask.dtype != torch.bool:            # an additive mask: 0 where attended
+            mask = mask == 0
+        mask = mask.view(mask.shape[0], 1, q, L)
+        if g > 1:
+            mask = mask.repeat(1, 1, g, 1)
+    out = torch.nn.functional.scaled_dot_product_attention(qf, key, value, attn_mask=mask, scale=scaling)
+    return out.view(B, H, q, D).transpose(1, 2).contiguous(), None
 
 
 def _attention(module, query, key, value, attention_mask, **kwargs):
