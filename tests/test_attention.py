@@ -64,8 +64,8 @@ def test_one_row_steps_with_padding_and_holes_match_sdpa(pair):
 def test_a_padded_batch_goes_to_sdpa_and_matches(pair, monkeypatch):
     ref, ours = pair
     seen = []
-    real = attention._math
-    monkeypatch.setattr(attention, "_math", lambda *a, **k: seen.append(tuple(a[1].shape[:3])) or real(*a, **k))
+    real = attention._fold
+    monkeypatch.setattr(attention, "_fold", lambda *a, **k: seen.append(tuple(a[1].shape[:3])) or real(*a, **k))
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(1, 300, (3, 12), generator=g)
     attn = torch.ones(3, 12, dtype=torch.long)
@@ -79,7 +79,7 @@ def test_a_padded_batch_goes_to_sdpa_and_matches(pair, monkeypatch):
 def test_fold_path_without_a_mask_is_causal():
     torch.manual_seed(2)
     q, k, v = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 7, 8), torch.randn(1, 2, 7, 8)
-    out, _ = attention._math(None, q, k, v, None, scaling=8 ** -0.5)
+    out, _ = attention._fold(None, q, k, v, None, scaling=8 ** -0.5)
     kr, vr = k.repeat_interleave(2, 1), v.repeat_interleave(2, 1)
     mask = torch.ones(3, 7, dtype=torch.bool).tril(4)      # query i sees keys ≤ 4 + i
     want = torch.nn.functional.scaled_dot_product_attention(q, kr, vr, attn_mask=mask).transpose(1, 2)
@@ -89,8 +89,8 @@ def test_fold_path_without_a_mask_is_causal():
 def test_wide_forwards_go_to_sdpa(pair, monkeypatch):
     ref, ours = pair
     seen = []
-    real = attention._math
-    monkeypatch.setattr(attention, "_math", lambda *a, **k: seen.append(a[1].shape[2]) or real(*a, **k))
+    real = attention._fold
+    monkeypatch.setattr(attention, "_fold", lambda *a, **k: seen.append(a[1].shape[2]) or real(*a, **k))
     ids = torch.randint(1, 300, (1, attention.NARROW + 8))
     with torch.inference_mode():
         a = ref(input_ids=ids).logits

@@ -34,7 +34,7 @@ NAME = "groundcode"
 NARROW = 32              # query positions up to which a one-row forward takes the fold path
 
 
-def _math(module, query, key, value, attention_mask, scaling=None, dropout: float = 0.0, **kwargs):
+def _fold(module, query, key, value, attention_mask, scaling=None, dropout: float = 0.0, **kwargs):
     B, H, q, D = query.shape
     kvh, L = key.shape[1], key.shape[2]
     g = H // kvh
@@ -56,7 +56,7 @@ def _attention(module, query, key, value, attention_mask, **kwargs):
     if query.shape[0] > 1 or query.shape[2] > NARROW or kwargs.get("output_attentions") or module.training:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
-    return _math(module, query, key, value, attention_mask, **kwargs)
+    return _fold(module, query, key, value, attention_mask, **kwargs)
 
 
 _registered = False
@@ -89,6 +89,9 @@ def install(model) -> bool:
             return False
     except (StopIteration, AttributeError, TypeError):
         return False
-    _register()
+    try:
+        _register()
+    except ImportError:             # a transformers without the attention/mask interfaces
+        return False
     model.set_attn_implementation(NAME)
     return getattr(model.config, "_attn_implementation", None) == NAME
