@@ -252,3 +252,25 @@ def test_self_class_is_no_answer_jedi_infers_a_typing_placeholder(tmp_path):
     assert note == "untyped: typing.Self"
     names, note = _ask(tmp_path, code.replace("self.__class__.", "type(self)."))
     assert note is None and "_hooks" in names
+
+
+SNAPSHOT = ("class Consumer:\n    def __init__(self):\n        self._own = set(self.__dict__)\n"
+            "    def _serialize(self):\n"
+            "        return dict((k, v) for k, v in self.__dict__.items() if k not in self._own)\n")
+
+
+@pytest.mark.parametrize("restore, dynamic", [
+    # a restore in bulk from a parameter, mirroring the snapshot: not dynamic
+    ("    def _deserialize(self, data):\n        for k, v in data.items():\n            self.__dict__[k] = v\n", False),
+    ("    def load(self, state):\n        self.__dict__.update(state)\n", False),
+    # one name from a parameter, setattr, **kwargs, __init__: still dynamic
+    ("    def set(self, name, v):\n        self.__dict__[name] = v\n", True),
+    ("    def load(self, data):\n        for k, v in data.items():\n            setattr(self, k, v)\n", True),
+    ("    def load(self, **kw):\n        for k, v in kw.items():\n            self.__dict__[k] = v\n", True),
+    ("    def __init__(self, data):\n        for k, v in data.items():\n            self.__dict__[k] = v\n", True),
+])
+def test_a_restore_that_mirrors_a_snapshot_is_not_dynamic(restore, dynamic):
+    assert class_dynamics(SNAPSHOT + restore)[1] is dynamic
+    # without the snapshot method every one of them makes up names
+    alone = "class Consumer:\n" + restore
+    assert class_dynamics(alone)[1] is True

@@ -18,7 +18,14 @@ literals are members.
 A class makes up names when a `__getattribute__` is defined, an open `__getattr__`, or
 `setattr(self, <name the text cannot tell>, ...)`, `self.__dict__[...] = ...`,
 `self.__dict__.update(...)` / `vars(self).update(...)` — except inside `__setstate__`, which
-restores from a pickle the names `__getstate__` took from the same kind of instance. A literal
+restores from a pickle the names `__getstate__` took from the same kind of instance, and except
+a restore that mirrors a snapshot of the class's own: where a method other than `__init__`
+returns something made from `self.__dict__` / `vars(self)` (a snapshot: pysyncobj's
+`_serialize`), a method but `__init__` that writes `self.__dict__` from a named parameter in
+bulk (`self.__dict__.update(param)`, or `self.__dict__[k] = v` inside a `for` over the
+parameter: `_deserialize(self, data)`) restores what a snapshot took. `setattr` outside
+`__setstate__`, `**kwargs`, and a single name given by a parameter (`def set(self, name, v)`)
+stay dynamic. A literal
 setattr name, or a loop variable over a literal tuple/list/set of strings, is a member instead.
 A line that does not parse (a class being written: `x = self.`) is read with regular expressions
 instead (any such call or definition there counts), the rest as code.
@@ -193,17 +200,35 @@ def class_dynamics(src: str) -> tuple[frozenset, bool]:
     if tree is None:
         return frozenset(names), dynamic
 
+    params: frozenset = frozenset()         # the current method's parameters but self
+    bulk = False                            # inside a `for` over one of them
+
     def visit(node, loops: dict, method: str | None):
-        nonlocal dynamic
-        restoring = method == "__setstate__"
+        nonlocal dynamic, params, bulk
+        restoring = method == "__setstate__" or (snapshots and bulk and method != "__init__")
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            outer = params, bulk
+            params = frozenset(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs) - {"self"}
+            bulk = False
+            for child in ast.iter_child_nodes(node):
+                visit(child, loops, node.name)
+            params, bulk = outer
             if node.name == "__getattribute__":
                 dynamic = True
             elif node.name == "__getattr__":
                 closed = closed_getattr(node)
                 dynamic |= closed is None
                 names.update(closed or ())
-            method = node.name
+            return
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and not isinstance(node.target, ast.Name):
+            outer = bulk
+            bulk = bulk or _mentions(node.iter, params)
+            for child in node.body + node.orelse:
+                visit(child, loops, method)
+            bulk = outer
+            visit(node.iter, loops, method)
+            return
         elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
             vals = _strings(node.iter) if not isinstance(node.iter, ast.Call) else None
             inner = dict(loops)
@@ -211,8 +236,11 @@ def class_dynamics(src: str) -> tuple[frozenset, bool]:
                 inner[node.target.id] = sorted(vals)
             else:
                 inner.pop(node.target.id, None)
+            outer = bulk
+            bulk = bulk or _mentions(node.iter, params)
             for child in node.body + node.orelse:
                 visit(child, inner, method)
+            bulk = outer
             visit(node.iter, loops, method)
             return
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
@@ -222,10 +250,11 @@ def class_dynamics(src: str) -> tuple[frozenset, bool]:
                 names.add(n.value)
             elif isinstance(n, ast.Name) and n.id in loops:
                 names.update(loops[n.id])
-            elif not restoring:
+            elif method != "__setstate__":       # a snapshot's restore writes __dict__ itself
                 dynamic = True
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "update" and _self_dict(node.func.value) and not restoring:
+                and node.func.attr == "update" and _self_dict(node.func.value) and not restoring \
+                and not (snapshots and method != "__init__" and node.args and _mentions(node.args[0], params)):
             dynamic = True
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not restoring:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -235,5 +264,21 @@ def class_dynamics(src: str) -> tuple[frozenset, bool]:
         for child in ast.iter_child_nodes(node):
             visit(child, loops, method)
 
+    snapshots = _snapshots(tree)
     visit(tree, {}, None)
     return frozenset(n for n in names if n.isidentifier()), dynamic
+
+
+def _snapshots(tree) -> bool:
+    """Whether a method other than `__init__` returns something made from `self.__dict__`."""
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name != "__init__":
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Return) and node.value is not None \
+                        and any(_self_dict(n) for n in ast.walk(node.value)):
+                    return True
+    return False
+
+
+def _mentions(node, params: frozenset) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(node))
