@@ -171,7 +171,7 @@ class Engine:
         # Draft tokens need a forward that scores every new column (any causal LM does); a test
         # double that scores only the last one says so (tests/scripted.py).
         self.multi_token = not getattr(model, "one_token_steps", False)
-        # decode steps on a CPU take the math path instead of sdpa's slow kernel (attention.py)
+        # one-row decode steps on a CPU fold grouped query heads instead of sdpa's slow path (attention.py)
         self.attention = attention.NAME if attention.install(model) else None
         import inspect
         try:       # prefill computes the last position's logits only, where the model allows it

@@ -84,7 +84,8 @@ def _classes():
                 if self._kb is None or n + w > self._kb.shape[2]:
                     cap = n + w + SPARE
                     b, h, _, d = key_states.shape
-                    kb, vb = key_states.new_empty(b, h, cap, d), value_states.new_empty(b, h, cap, value_states.shape[3])
+                    kb = key_states.new_empty(b, h, cap, d)
+                    vb = value_states.new_empty(b, h, cap, value_states.shape[3])
                     if n:
                         kb[:, :, :n].copy_(self.keys)
                         vb[:, :, :n].copy_(self.values)
