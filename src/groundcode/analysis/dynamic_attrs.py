@@ -221,21 +221,15 @@ def class_dynamics(src: str) -> tuple[frozenset, bool]:
                 dynamic |= closed is None
                 names.update(closed or ())
             return
-        elif isinstance(node, (ast.For, ast.AsyncFor)) and not isinstance(node.target, ast.Name):
-            outer = bulk
-            bulk = bulk or _mentions(node.iter, params)
-            for child in node.body + node.orelse:
-                visit(child, loops, method)
-            bulk = outer
-            visit(node.iter, loops, method)
-            return
-        elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
-            vals = _strings(node.iter) if not isinstance(node.iter, ast.Call) else None
-            inner = dict(loops)
-            if vals is not None:
-                inner[node.target.id] = sorted(vals)
-            else:
-                inner.pop(node.target.id, None)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            inner = loops
+            if isinstance(node.target, ast.Name):     # a loop over literal strings names its variable
+                vals = _strings(node.iter) if not isinstance(node.iter, ast.Call) else None
+                inner = dict(loops)
+                if vals is not None:
+                    inner[node.target.id] = sorted(vals)
+                else:
+                    inner.pop(node.target.id, None)
             outer = bulk
             bulk = bulk or _mentions(node.iter, params)
             for child in node.body + node.orelse:
