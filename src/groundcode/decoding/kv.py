@@ -40,14 +40,13 @@ GROWING = True           # False: transformers' DynamicCache (benchmarks/decode_
 
 
 def cache(layers_):
-    if not GROWING:
-        from transformers import DynamicCache
-        return DynamicCache(ddp_cache_data=[(k, v) for k, v in layers_])
-    try:
-        return _growing_cache(layers_)
-    except (ImportError, TypeError):
-        from transformers import DynamicCache
-        return DynamicCache(ddp_cache_data=[(k, v) for k, v in layers_])
+    if GROWING:
+        try:
+            return _growing_cache_class()(layers_)
+        except (ImportError, TypeError):     # a transformers without DynamicLayer
+            pass
+    from transformers import DynamicCache
+    return DynamicCache(ddp_cache_data=[(k, v) for k, v in layers_])
 
 
 def tight(layers_) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -59,12 +58,13 @@ def tight(layers_) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(own(k), own(v)) for k, v in layers_]
 
 
-_CLASSES = None
+_GROWING_CACHE = None
 
 
-def _classes():
-    global _CLASSES
-    if _CLASSES is None:
+def _growing_cache_class():
+    """The cache class with growing layers, made once (transformers is imported lazily)."""
+    global _GROWING_CACHE
+    if _GROWING_CACHE is None:
         from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
         class GrowingLayer(DynamicLayer):
@@ -99,12 +99,8 @@ def _classes():
             def __init__(self, layers_):
                 Cache.__init__(self, layers=[GrowingLayer(k, v) for k, v in layers_])
 
-        _CLASSES = GrowingCache
-    return _CLASSES
-
-
-def _growing_cache(layers_):
-    return _classes()(layers_)
+        _GROWING_CACHE = GrowingCache
+    return _GROWING_CACHE
 
 
 def nbytes(layers_) -> int:
