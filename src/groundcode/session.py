@@ -181,12 +181,14 @@ class Session:
     of up to `max_rows` rows, a prefix cache of `prefix_cache_bytes` (LRU)."""
 
     def __init__(self, generator, max_rows: int | None = None, prefix_cache_bytes: int = 512 << 20,
-                 prefill_chunk: int = 256, drafts=True):
+                 prefill_chunk: int | None = None, drafts=True):
         """`drafts`: greedy rows verify draft tokens (the last suggestion where the user typed
         its start) in one forward (decoding/drafts.py); the same tokens. Prompt lookup drafts
         stay off here: a rejected draft costs a wider forward, and on CPU their net effect
         under load has not been measured (`drafts=Drafter()` turns them on; `drafts` may be a
-        decoding.drafts.Drafter, True for the default one, or False for none)."""
+        decoding.drafts.Drafter, True for the default one, or False for none).
+        `prefill_chunk`: prompt tokens per prefill forward (default engine.PREFILL_CHUNK, 1,024);
+        a cancel or the running rows' next step waits for the chunk under way."""
         drafter = None
         if getattr(getattr(generator, "engine", None), "remote", False):
             from .decoding.remote import RemoteScheduler as Scheduler   # the model is a server

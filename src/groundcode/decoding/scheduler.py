@@ -26,7 +26,7 @@ from collections import deque
 
 from ..errors import GroundcodeError
 from .drafts import Drafter, Suggestions
-from .engine import FINAL, FINISHED, TOKEN, Batch, Prefill, RowSpec
+from .engine import FINAL, FINISHED, PREFILL_CHUNK, TOKEN, Batch, Prefill, RowSpec
 from .prefix_cache import PrefixCache
 
 
@@ -78,11 +78,11 @@ class _Job:
 
 class Scheduler:
     def __init__(self, generator, max_rows: int = 16, prefix_cache_bytes: int = 512 << 20,
-                 prefill_chunk: int = 256, drafter: Drafter | None = None):
+                 prefill_chunk: int | None = None, drafter: Drafter | None = None):
         self.gen = generator
         self.engine = generator.engine
         self.max_rows = max(1, int(max_rows))
-        self.prefill_chunk = max(1, int(prefill_chunk))
+        self.prefill_chunk = max(1, int(prefill_chunk or PREFILL_CHUNK))
         self.prefix_cache = PrefixCache(prefix_cache_bytes)
         self.drafter = drafter                # None: greedy rows decode one token per forward
         self.suggestions = Suggestions()      # the last suggestions: drafts for the next keystroke
