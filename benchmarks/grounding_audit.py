@@ -263,7 +263,7 @@ def receiver_kind(receiver: str, params: dict[str, bool]) -> str:
 
 
 # -- runs -----------------------------------------------------------------------------------------
-def monitor_config(diagnostic: bool, call_sites: bool = False):
+def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool = True):
     """The configuration the audit runs: MonitorConfig's and the monitor's own defaults (what
     users get), or the diagnostic one (speculation off, a long deadline)."""
     import inspect
@@ -271,16 +271,19 @@ def monitor_config(diagnostic: bool, call_sites: bool = False):
     from groundcode.config import MonitorConfig
     from groundcode.decoding.guides.dereference import DereferenceMonitor
     horizon = inspect.signature(DereferenceMonitor).parameters["horizon"].default
-    m = MonitorConfig(enabled=True, call_sites=call_sites)
+    m = MonitorConfig(enabled=True, call_sites=call_sites, vocabulary=vocabulary)
     if diagnostic:
-        m = MonitorConfig(enabled=True, speculate=False, deadline_s=30.0, call_sites=call_sites)
+        m = MonitorConfig(enabled=True, speculate=False, deadline_s=30.0, call_sites=call_sites,
+                          vocabulary=vocabulary)
     label = "diagnostic (speculation off, long deadline)" if diagnostic else "shipped"
     if call_sites:
         label += " + call-site types"
+    if not vocabulary:
+        label += " without the member vocabulary"
     return m, {"label": label,
                "speculate": m.speculate, "deadline_s": m.deadline_s, "horizon": horizon,
                "keywords": m.keywords, "sdk": m.sdk, "allow_bindings": m.allow_bindings,
-               "call_sites": m.call_sites}
+               "call_sites": m.call_sites, "vocabulary": m.vocabulary}
 
 
 def prepared(gen, task: dict, sampling):
@@ -303,7 +306,8 @@ def monitored_row(gen, spec, row_ctx, ref, cfg: dict):
     rec_an = RecordingAnalyzer(an)
     m = gen.monitor
     mon = DereferenceMonitor(rec_an, m.allow_bindings, speculate=cfg["speculate"], horizon=cfg["horizon"],
-                             hide_dunder=m.hide_dunder, waits=gen.waits, call_sites=cfg["call_sites"])
+                             hide_dunder=m.hide_dunder, waits=gen.waits, call_sites=cfg["call_sites"],
+                             vocabulary=cfg.get("vocabulary", False))
     probe = make_probe(mon, ref)
     spec.guides = [probe if isinstance(g, DereferenceMonitor) else g for g in spec.guides]
     return probe, rec_an
@@ -320,7 +324,7 @@ def judge(task, out, probe, rec_an, row_ctx, body, examples: list) -> list[dict]
     rows = []
     for tr in out.triggers:
         # triggers failed open before asking (an unannotated parameter) have no answer
-        asked = not (tr.reason or "").startswith("inferred")
+        asked = not (tr.vocabulary or tr.reason or "").startswith("inferred")
         code, line, col, a = next(answers, ("", 0, 0, None)) if asked else ("", 0, 0, None)
         if a is not None and a.receiver != tr.receiver:
             raise RuntimeError(f"answers out of step: {a.receiver!r} for trigger {tr.receiver!r}")
@@ -337,7 +341,9 @@ def judge(task, out, probe, rec_an, row_ctx, body, examples: list) -> list[dict]
              "failed_open": tr.failed_open, "reason": reason if tr.failed_open else None,
              "cache_hit": tr.cache_hit, "ms": tr.analysis_ms, "owed": id(tr) in probe.owed,
              "false_block": bool({"mask", "check"} & set(how)), "rollback": "rollback" in how,
-             "binding": False, "named": False, "recall_hit": False}
+             "binding": False, "named": False, "recall_hit": False,
+             # constrained by the project's member vocabulary (the type unknown: this reason)
+             "vocabulary": (tr.vocabulary or "").split(":")[0] or None}
         if t["owed"]:
             examples.append({"kind": "owed", "id": ident, "receiver": t["receiver"], "ms": tr.analysis_ms,
                              "reason": tr.reason, "line": line_text})
@@ -346,16 +352,18 @@ def judge(task, out, probe, rec_an, row_ctx, body, examples: list) -> list[dict]
         else:
             t["binding"] = tr.binding or bool(name and re.search(
                 rf"(?<![\w.]){re.escape(tr.receiver)}\s*\.\s*{re.escape(name)}\s*(:[^=\n]*)?=(?!=)", line_text))
-            if not t["binding"] and name and a is not None:   # assignment targets may be new names
+            if not t["binding"] and name and (a is not None or tr.vocabulary):   # assignment targets may be new names
                 t["named"] = True
                 t["recall_hit"] = name in cands
                 if not t["recall_hit"]:
-                    t["cause"] = cause_of(tr.receiver, name, file_text, params)
+                    t["cause"] = ("not in the member vocabulary" if tr.vocabulary else
+                                  cause_of(tr.receiver, name, file_text, params))
                     examples.append({"kind": "recall_miss", "cause": t["cause"], "id": ident,
                                      "chosen": tr.chosen, "candidates": len(cands), "line": line_text})
         if how:
             t["how"] = how
-            t["block_cause"] = (cause_of(tr.receiver, name, file_text, params)
+            t["block_cause"] = ("not in the member vocabulary" if tr.vocabulary and name not in cands else
+                                cause_of(tr.receiver, name, file_text, params)
                                 if a is not None and name not in cands else "blocked although a candidate")
             t["id"] = ident
             examples.append({"kind": "false_block", "how": how, "cause": t["block_cause"], "id": ident,
@@ -380,6 +388,7 @@ def summarise(trigs: list[dict]) -> dict:
     """The audit's figures over a list of judged triggers."""
     n = len(trigs)
     fo = [t for t in trigs if t["failed_open"]]
+    voc = [t for t in trigs if not t["failed_open"] and t.get("vocabulary")]
     reasons = Counter(t["reason"] for t in fo)
     answered = [t for t in trigs if not t["failed_open"]]
     named = [t for t in answered if t["named"]]
@@ -406,6 +415,13 @@ def summarise(trigs: list[dict]) -> dict:
         "recall_pct": _pct(sum(t["recall_hit"] for t in named), len(named)),
         "recall_miss_causes": dict(Counter(t["cause"] for t in named if "cause" in t).most_common()),
         "failed_open": len(fo), "failed_open_pct": _pct(len(fo), n),
+        # held to the member vocabulary because the type was unknown (by reason); without the
+        # vocabulary these would fail open: `failed_open_without_vocabulary_pct`
+        "vocabulary": len(voc), "vocabulary_reasons": dict(Counter(t["vocabulary"] for t in voc).most_common()),
+        "vocabulary_recall_pct": _pct(sum(t["recall_hit"] for t in voc if t["named"]), sum(t["named"] for t in voc)),
+        "vocabulary_false_blocks": sum(t["false_block"] for t in voc),
+        "vocabulary_rollbacks_of_correct_code": sum(t["rollback"] for t in voc),
+        "failed_open_without_vocabulary_pct": _pct(len(fo) + len(voc), n),
         "failed_open_reasons": dict(reasons.most_common()),
         "failed_open_by_design_reasons": list(BY_DESIGN),
         # what was one reason, "empty", before the worker said what Jedi knew (untyped receiver,
@@ -583,6 +599,9 @@ def main() -> None:
                     help="the old configuration: speculation off, a 30 s deadline (not what users run)")
     ap.add_argument("--call-sites", action="store_true",
                     help="ask about unannotated parameters (MonitorConfig.call_sites: Jedi's call-site types)")
+    ap.add_argument("--no-vocabulary", action="store_true",
+                    help="untyped receivers fail open instead of being held to the project's member "
+                         "vocabulary (MonitorConfig.vocabulary=False: the configuration before it)")
     ap.add_argument("--step-ms", type=float, default=0.0,
                     help="the stub network's forward calls (decode step or prefill chunk) padded to "
                          "this many ms, in the audit pass (with --stub-forward) and the timing pass: "
@@ -615,7 +634,7 @@ def main() -> None:
     if args.timing_per_repo:
         f, d = (int(x) for x in args.timing_per_repo.split(","))
         t_tasks = pick(every, kinds, f, d)
-    monitor, cfg = monitor_config(args.diagnostic, args.call_sites)
+    monitor, cfg = monitor_config(args.diagnostic, args.call_sites, not args.no_vocabulary)
     lm = load_model(args.model)
     shown = t_tasks if args.timing_only else tasks
     counts = ", ".join(f"{sum(t['kind'] == k for t in shown)} {k}" for k in kinds)
@@ -683,6 +702,9 @@ def show(a: dict, cfg: dict) -> None:
             ("recall where analysis answers", lambda v: f"{v['recall_pct']}% of {v['answered_with_reference_name']}", "≥ 95%"),
             ("failed open", lambda v: f"{v['failed_open_pct']}% ({v['failed_open']})", ""),
             ("failed open not by design", lambda v: f"{v['failed_open_not_by_design_pct']}%", "≤ 5%"),
+            ("held to the member vocabulary (recall, false blocks)",
+             lambda v: f"{v['vocabulary']} ({v['vocabulary_recall_pct']}%, {v['vocabulary_false_blocks']})", ""),
+            ("failed open without the vocabulary", lambda v: f"{v['failed_open_without_vocabulary_pct']}%", ""),
             ("constrained in time (of all / of answered)",
              lambda v: f"{v['constrained_pct']}% / {v['constrained_of_answered_pct']}%", ""),
             ("cache hits", lambda v: f"{v['cache_hit_pct']}%", ""),

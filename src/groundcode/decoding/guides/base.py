@@ -59,6 +59,8 @@ class TriggerRecord:
     binding: bool = False              # left free as an assignment target (`self.x = ...`)
     rolled_back: bool = False          # speculation was undone and redone under the mask
     constrained: bool = False          # a mask was applied at least once
+    vocabulary: str | None = None      # the type was unknown (this reason): the name was held
+                                       # to the project's member vocabulary instead of failing open
 
     def to_json(self) -> dict:
         return asdict(self)

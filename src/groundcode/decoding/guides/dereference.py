@@ -72,6 +72,9 @@ _TOP_BINDS = re.compile(r"^(?:class\s+([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*(?::[^=\n]
 # prefetches at a row's start: at most this many (one worker answers them in turn, and a local
 # bound while decoding waits behind them), of which at most _FILE_PREFETCHES from `_often_dotted`
 _PREFETCHES, _FILE_PREFETCHES = 8, 5
+# why an answer is no answer, where the type is unknown rather than open-ended: the project's
+# member vocabulary constrains the name instead (MonitorConfig.vocabulary)
+_VOCABULARY_FOR = ("empty", "untyped", "inferred", "unresolved import", "unresolved base")
 
 
 def _digest(text: str) -> str:
@@ -82,8 +85,11 @@ class DereferenceMonitor(Guide):
     def __init__(self, analyzer, allow_bindings: bool = True, rollback: bool = True,
                  speculate: bool = True, horizon: int = 48, hide_dunder: bool = True,
                  verify_first: bool | None = None, waits: WaitPolicy | None = None,
-                 reproducible: bool = False, call_sites: bool = False):
+                 reproducible: bool = False, call_sites: bool = False, vocabulary: bool = False):
         self.analyzer = analyzer
+        # vocabulary: where the receiver's type is unknown (see _VOCABULARY_FOR), the name must
+        # still exist somewhere: the project's member vocabulary (analysis/vocabulary.py)
+        self.vocabulary = vocabulary
         # call_sites: unannotated parameters are asked about (Jedi's types from the call sites)
         # instead of failing open as "inferred" (MonitorConfig.call_sites)
         self.call_sites = call_sites
@@ -123,6 +129,13 @@ class DereferenceMonitor(Guide):
             self._class_text = before[cls_off:] + tail
             # what the class's code reads: not the name the cursor sits in (`self.fo|`)
             self._class_read = re.sub(r"\.\w*$", ".", before[cls_off:]) + tail
+        self._vocab = self._vocab_names = None
+        if self.vocabulary and getattr(ctx, "repo", None) is not None:
+            from ...analysis.vocabulary import project_vocabulary
+            self._vocab = project_vocabulary(ctx.repo)
+        self._buffer = before + "\n" + after     # the file as the row has it (not its disk copy)
+        if self._vocab is not None and not self.reproducible:
+            self._vocab.names(ctx.path, self._buffer)     # start reading the buffer (background)
         self.state = WAIT
         self._clear()
         self._snap_cache = None
@@ -376,8 +389,15 @@ class DereferenceMonitor(Guide):
         self.ticket, self.nar = None, None
         guess = self._guessed(root, upto_dot)
         if guess:
-            rec.failed_open, rec.reason = True, f"inferred: {guess}"
-            return None
+            names = self._vocabulary_for("inferred")
+            if names is None:
+                rec.failed_open, rec.reason = True, f"inferred: {guess}"
+                return None
+            rec.vocabulary = f"inferred: {guess}"
+            self._extra_names = self._extra(receiver, upto_dot)
+            self.nar = Narrowing(row.vocab, names | self._extra_names, hide=self.hide)
+            rec.candidates = len(self.nar.names)
+            return rec
         key = self._key(receiver, upto_dot, full)
         guards = isinstance_guards(full, full.count("\n") + 1, len(full) - full.rfind("\n") - 1, receiver)
         if guards:                # narrowed here: another answer than the receiver's elsewhere
@@ -407,16 +427,31 @@ class DereferenceMonitor(Guide):
         rec.analysis_ms = round(a.ms, 3)
         rec.cache_hit = a.cache_hit
         rec.candidates = len(a.names)
+        names = a.names
         if a.failed is not None or not a.names:
-            rec.failed_open, rec.reason = True, a.failed or "empty"
-            return None
+            why = a.failed or "empty"
+            names = self._vocabulary_for(why)
+            if names is None:
+                rec.failed_open, rec.reason = True, why
+                return None
+            rec.vocabulary = why
         rec.failed_open, rec.reason = False, None
-        names = a.names | extra if extra - a.names else a.names
+        names = names | extra if extra - names else names
         rec.candidates = len(names)
         hide = self.hide
         if a.hidden:                    # --hide-private: legal when written, never steered to
             hide = (lambda n, h=a.hidden, d=self.hide: n in h or (d is not None and d(n)))
         return Narrowing(row.vocab, names, hide=hide)
+
+    def _vocabulary_for(self, why: str) -> frozenset | None:
+        """The project's member vocabulary where `why` says the receiver's type is unknown
+        (not where names are made up at run time, "dynamic", or the answer was not in time);
+        None: fail open (vocabulary off, or its first scan still running)."""
+        if self._vocab is None or not why.startswith(_VOCABULARY_FOR):
+            return None
+        if self._vocab_names is None:      # a reproducible run waits: masks must not depend on timing
+            self._vocab_names = self._vocab.names(self.ctx.path, self._buffer, block=self.reproducible)
+        return self._vocab_names
 
     def _cursor_name(self, row: RowView, typed: str) -> None:
         """The user already wrote `typed` after the dot: it counts as the name's start."""

@@ -116,7 +116,7 @@ def _dereference(s: GuideSpec):
     return DereferenceMonitor(g.analyzer(ctx.repo, ctx.python), m.allow_bindings,
                               speculate=m.speculate, hide_dunder=m.hide_dunder,
                               waits=None if m.reproducible else g.waits, reproducible=m.reproducible,
-                              call_sites=m.call_sites)
+                              call_sites=m.call_sites, vocabulary=m.vocabulary)
 
 
 @register("keywords")

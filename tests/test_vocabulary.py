@@ -1,0 +1,140 @@
+"""The project's member vocabulary (analysis/vocabulary.py) and the dereference monitor's use
+of it where a receiver's type is unknown."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from fake_analyzer import FakeBase
+from groundcode.analysis.base import Analysis
+from groundcode.analysis.vocabulary import BUILTIN_MEMBERS, ProjectVocabulary, member_names
+from groundcode.api import CodeContext
+from groundcode.decoding.guides.base import RowView
+from groundcode.decoding.guides.dereference import NARROW, WAIT, DereferenceMonitor
+from groundcode.decoding.vocab import VocabIndex
+
+
+def test_member_names_are_what_code_writes_after_dots_defines_and_assigns():
+    text = ("import os\n"
+            "class Cart:\n"
+            "    size: int\n"
+            "    limit = 3\n"
+            "    def add(self, item, qty=1):\n"
+            "        # self.in_a_comment\n"
+            "        note = 'self.in_a_string'\n"
+            "        self.items.append(os.path.join(item, sep='/'))\n"
+            "        return self.total == qty\n")
+    names = member_names(text)
+    assert {"Cart", "size", "limit", "add", "qty", "note", "items", "append", "path", "join", "sep",
+            "total"} <= names
+    assert not {"in_a_comment", "in_a_string", "os", "item", "self", "return", "import"} & names
+
+
+def test_member_names_keep_what_came_before_code_that_does_not_tokenize():
+    names = member_names("def f(self):\n    self.first = 1\n    return self.second(\n")
+    assert {"f", "first", "second"} <= names
+
+
+def _repo(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "registry.py").write_text(
+        "class Registry:\n    def latest_update(self):\n        return self._updates[-1]\n")
+    (tmp_path / "pkg" / "cart.py").write_text(
+        "class Cart:\n    def last(self):\n        return self.owner.only_on_disk()\n")
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "lib.py").write_text("x.from_a_virtualenv = 1\n")
+    return tmp_path
+
+
+def test_project_vocabulary_counts_other_files_the_buffer_and_builtins_not_the_files_disk_copy(tmp_path):
+    repo = _repo(tmp_path)
+    v = ProjectVocabulary(repo)
+    assert v.wait(10)
+    cart = repo / "pkg" / "cart.py"
+    names = v.names(cart, "class Cart:\n    def last(self):\n        return self.owner.", block=True)
+    assert {"latest_update", "_updates", "Registry"} <= names          # another file
+    assert {"Cart", "last", "owner"} <= names                          # the buffer
+    assert "only_on_disk" not in names                                 # the file's disk copy
+    assert "from_a_virtualenv" not in names                            # virtualenvs are skipped
+    assert {"append", "items", "startswith"} <= names and BUILTIN_MEMBERS <= names
+    # a file saved later is seen by the next scan
+    (repo / "pkg" / "new.py").write_text("def made_later(): pass\n")
+    v.refresh(force=True)
+    v.settle()
+    assert "made_later" in v.names(cart, "", block=True)
+
+
+class FakeAnalyzer(FakeBase):
+    def __init__(self, answers):
+        self.answers = answers            # receiver -> (names, failed)
+        self.calls = []
+
+    def members(self, code, path, line, column, *, receiver, cache_key):
+        self.calls.append(receiver)
+        names, failed = self.answers.get(receiver, ((), "untyped"))
+        return Analysis(receiver, frozenset(names), 1.0, False, failed)
+
+
+TOKENS = ["", "self", ".", "owner", "latest_update", "get_latest_item", "(", ")", "\n", "        ",
+          " ", "return", "_updates", "x", "size"]
+
+
+def _mon_row(repo: Path, answers, before):
+    from groundcode.analysis.vocabulary import project_vocabulary
+    project_vocabulary(repo).wait(10)
+    fa = FakeAnalyzer(answers)
+    mon = DereferenceMonitor(fa, verify_first=False, vocabulary=True)
+    ctx = CodeContext(path=repo / "pkg" / "cart.py", repo=repo, before=before, after="",
+                      lex_prefix=before[before.index("    def"):])
+    row = RowView(0, ctx, VocabIndex(TOKENS))
+    mon.reset(row)
+    mon._vocab.names(ctx.path, mon._buffer, block=True)       # the background read, done
+    return fa, mon, row
+
+
+def _write(mon, row, toks):
+    """Engine order per token: mask (if constrained) → accept (checkpoints) → advance."""
+    from groundcode.decoding.checkpoints import Checkpoints
+    ck = getattr(row, "_ck", None) or Checkpoints(row, [mon])
+    row._ck = ck
+    for tok in toks:
+        m = mon.mask(row)
+        assert m is None or TOKENS.index(tok) in set(m.tolist()), f"{tok!r} masked out"
+        ck.accept(TOKENS.index(tok))
+        assert mon.advance(row, TOKENS.index(tok)) is None
+        ck.mark()
+
+
+def test_an_untyped_receiver_is_held_to_the_vocabulary_not_left_free(tmp_path):
+    repo = _repo(tmp_path)
+    fa, mon, row = _mon_row(repo, {"self": (("owner",), None), "self.owner": ((), "untyped")},
+                            "class Cart:\n    def last(self):\n")
+    _write(mon, row, ["        ", "return", " ", "self", ".", "owner", "."])
+    assert fa.calls[-1] == "self.owner" and mon.state == NARROW
+    rec = row.triggers[-1]
+    assert not rec.failed_open and rec.vocabulary == "untyped"
+    allowed = {row.vocab.texts[i] for i in mon.mask(row)}
+    assert "latest_update" in allowed and "get_latest_item" not in allowed
+
+
+def test_an_unannotated_parameter_is_held_to_the_vocabulary_without_asking(tmp_path):
+    repo = _repo(tmp_path)
+    fa, mon, row = _mon_row(repo, {}, "class Cart:\n    def last(self, x):\n")
+    _write(mon, row, ["        ", "return", " ", "x", "."])
+    rec = row.triggers[-1]
+    assert "x" not in fa.calls and mon.state == NARROW
+    assert not rec.failed_open and rec.vocabulary == "inferred: unannotated parameter"
+    allowed = {row.vocab.texts[i] for i in mon.mask(row)}
+    assert {"latest_update", "_updates"} <= allowed
+    assert not {"get_latest_item", "size"} & allowed          # names the project never writes
+
+
+def test_dynamic_classes_and_the_vocabulary_off_still_fail_open(tmp_path):
+    repo = _repo(tmp_path)
+    fa, mon, row = _mon_row(repo, {"self": ((), "dynamic: __getattr__")}, "class Cart:\n    def last(self):\n")
+    _write(mon, row, ["        ", "return", " ", "self", "."])
+    assert mon.state == WAIT and row.triggers[-1].failed_open and row.triggers[-1].vocabulary is None
+    fa, mon2, row = _mon_row(repo, {}, "class Cart:\n    def last(self, x):\n")
+    mon2.vocabulary = False
+    mon2.reset(row)
+    _write(mon2, row, ["        ", "return", " ", "x", "."])
+    assert mon2.state == WAIT and row.triggers[-1].reason == "inferred: unannotated parameter"
