@@ -66,3 +66,14 @@ def test_used_attributes_are_the_names_code_dots_into_not_strings_or_comments():
             '        s = "self.notme"\n        return other.self.zzz, self.parent.kid\n')
     assert used_attributes(text, "self") == {"value", "info", "parent"}
     assert used_attributes(text, "self.parent") == {"kid"}
+
+
+def test_a_backslash_newline_continues_a_single_quoted_string():
+    # datasketch's HyperLogLog.merge: the dot of `precisions.` is inside the string, not a
+    # trigger (it was, and a speculated name was rolled back)
+    from groundcode.pycode import Lexer, code_tokens
+    text = 'raise ValueError(\n    "different\\\n        precisions."\n)\nx = self.'
+    assert code_tokens(text)[3] == '"different\\\n        precisions."'
+    lexer = Lexer("")
+    assert not lexer.dot_is_code(text, text.index("precisions.") + len("precisions"))
+    assert lexer.dot_is_code(text, len(text) - 1)

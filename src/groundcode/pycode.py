@@ -24,10 +24,11 @@ def ident_run(text: str, start: int = 0) -> str:
 
 # The one Python lexer: a single alternation, longest forms first — strings (any prefix, triple
 # or single quoted, possibly unterminated because partial code stops anywhere: an open triple
-# quote runs to the end of the text, a single quote to the end of its line), comments, numbers,
+# quote runs to the end of the text, a single quote to the end of its line unless a backslash
+# continues it there: `"…\<newline>…"` is one string), comments, numbers,
 # names, operators. Tolerant (never raises) and the same on every Python version (tokenize is
 # neither: it raises on partial code and splits f-strings since 3.12).
-_STRING = r"""(?:[rRbBuUfF]{0,2})(?:'''[\s\S]*?(?:'''|$)|\"\"\"[\s\S]*?(?:\"\"\"|$)|'(?:\\.|[^'\\\n])*'?|"(?:\\.|[^"\\\n])*"?)"""
+_STRING = r"""(?:[rRbBuUfF]{0,2})(?:'''[\s\S]*?(?:'''|$)|\"\"\"[\s\S]*?(?:\"\"\"|$)|'(?:\\[\s\S]|[^'\\\n])*'?|"(?:\\[\s\S]|[^"\\\n])*"?)"""
 _TOKEN_RE = re.compile(
     rf"(?P<comment>\#[^\n]*)|(?P<string>{_STRING})|(?P<number>\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?j?|\.\d+)"
     r"|(?P<name>[^\W\d]\w*)"

@@ -175,6 +175,9 @@ def run(
                                                    "(default: the loader's, float32 on CPU)."),
     declarations: bool = typer.Option(False, "--declarations/--no-declarations",
                                       help="Prepend the IDE's declarations at the cursor (enclosing class, repository classes it uses)."),
+    vocabulary: bool = typer.Option(True, "--vocabulary/--no-vocabulary",
+                                    help="Where a receiver's type is unknown, hold the name to the project's member "
+                                         "vocabulary (MonitorConfig.vocabulary, the default) or leave it free."),
     reproducible: bool = typer.Option(True, "--reproducible/--speculate",
                                       help="Wait for every analysis (samples independent of timing, load and "
                                            "process: the default) or speculate as the editor does (deadlines apply)."),
@@ -199,7 +202,7 @@ def run(
                                 max_prompt_tokens=max_prompt_tokens,
                                 tool_tokens=tool_tokens or tool_entropy is not None,
                                 tool_threshold=tool_threshold, tool_entropy=tool_entropy,
-                                declarations=declarations, reproducible=reproducible)
+                                declarations=declarations, reproducible=reproducible, vocabulary=vocabulary)
         harness.parse_schedule(schedule)
         ex = _executor(executor, ray_address, workers)
         if ex is not None:

@@ -45,6 +45,8 @@ class RunConfig:
     reproducible: bool = True        # analysis waited for (MonitorConfig.reproducible): samples do
                                      # not depend on timing, load, process or task order; False:
                                      # the editor's path (speculation, deadlines)
+    vocabulary: bool = True          # untyped receivers held to the project's member vocabulary
+                                     # (MonitorConfig.vocabulary); False: they fail open
 
 
 def parse_schedule(spec: str) -> tuple[tuple[float, int], ...]:
@@ -156,7 +158,8 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
 
     from ..config import PromptConfig, SamplingConfig, ToolConfig
     # A view with this run's configuration: the caller's generator is never changed in place.
-    gen = gen.view(monitor=replace(gen.monitor, enabled=cfg.monitor, reproducible=cfg.reproducible),
+    gen = gen.view(monitor=replace(gen.monitor, enabled=cfg.monitor, reproducible=cfg.reproducible,
+                                   vocabulary=cfg.vocabulary),
                    tools=ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold,
                                     entropy=cfg.tool_entropy),
                    prompt=PromptConfig(fim=cfg.fim, heal=cfg.heal, max_prompt_tokens=cfg.max_prompt_tokens,

@@ -53,7 +53,7 @@ import numpy as np
 from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, could_bind,
                        docstring_types, enclosing_scope, function_header, ident_run,
                        imported_names, receiver_before, used_attributes)
-from ...analysis.base import MembersQuery, empty_answer
+from ...analysis.base import Analysis, MembersQuery, empty_answer
 from ...analysis.guards import isinstance_guards
 from ...analysis.wait import PatientWait, WaitPolicy
 from .base import Guide, Rollback, RowView, TriggerRecord, token_flags
@@ -388,16 +388,10 @@ class DereferenceMonitor(Guide):
         row.triggers.append(rec)
         self.ticket, self.nar = None, None
         guess = self._guessed(root, upto_dot)
-        if guess:
-            names = self._vocabulary_for("inferred")
-            if names is None:
-                rec.failed_open, rec.reason = True, f"inferred: {guess}"
-                return None
-            rec.vocabulary = f"inferred: {guess}"
+        if guess:                 # not asked: fails open, or the member vocabulary holds it
             self._extra_names = self._extra(receiver, upto_dot)
-            self.nar = Narrowing(row.vocab, names | self._extra_names, hide=self.hide)
-            rec.candidates = len(self.nar.names)
-            return rec
+            unasked = Analysis(receiver, frozenset(), 0.0, False, f"inferred: {guess}")
+            return rec if self._answered(row, rec, unasked) else None
         key = self._key(receiver, upto_dot, full)
         guards = isinstance_guards(full, full.count("\n") + 1, len(full) - full.rfind("\n") - 1, receiver)
         if guards:                # narrowed here: another answer than the receiver's elsewhere
