@@ -138,3 +138,15 @@ def test_dynamic_classes_and_the_vocabulary_off_still_fail_open(tmp_path):
     mon2.reset(row)
     _write(mon2, row, ["        ", "return", " ", "x", "."])
     assert mon2.state == WAIT and row.triggers[-1].reason == "inferred: unannotated parameter"
+
+
+def test_a_receiver_from_an_unresolved_import_still_fails_open(tmp_path):
+    # its members are a library's the analyzer cannot see: the project need not write them
+    repo = _repo(tmp_path)
+    fa, mon, row = _mon_row(repo, {"self": (("owner",), None),
+                                   "self.owner": ((), "unresolved import: pandas")},
+                            "class Cart:\n    def last(self):\n")
+    _write(mon, row, ["        ", "return", " ", "self", ".", "owner", "."])
+    rec = row.triggers[-1]
+    assert mon.state == WAIT and rec.failed_open and rec.reason == "unresolved import: pandas"
+    assert rec.vocabulary is None

@@ -209,12 +209,16 @@ class Generator:
                              waits=PatientWait() if self.monitor.reproducible else self.waits)
 
     def prewarm(self, ctx: CodeContext) -> None:
-        """Start the analyzer (Jedi's cold start) and the mask kernel while the prompt is
-        prefilled."""
+        """Start the analyzer (Jedi's cold start), the mask kernel and the project's member
+        vocabulary (its scan, the buffer's names) while the prompt is prefilled. `ctx`: the
+        context the rows see (after healing), so the monitor finds the buffer read."""
         from .decoding.vocab.kernel import warm_in_background
         if self.monitor.enabled or self.tools.enabled:
             self.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
             warm_in_background()
+        if self.monitor.enabled and self.monitor.vocabulary and ctx.repo is not None:
+            from .analysis.vocabulary import buffer_of, project_vocabulary
+            project_vocabulary(ctx.repo).names(ctx.path, buffer_of(ctx))   # read in the background
 
     def specs(self, contexts: list[CodeContext], sampling: SamplingConfig, n: int = 1, blocks=None):
         """Engine rows for `n` samples of each context, named (context index, sample index), and
@@ -227,7 +231,7 @@ class Generator:
         for ci, ctx in enumerate(contexts):
             p = self.prompt(ctx, sampling.max_new_tokens, blocks[ci] if blocks else None)
             row_ctx = row_ctxs[ci] = ctx.continued(p.owed)
-            self.prewarm(ctx)
+            self.prewarm(row_ctx)
             for j in range(n):
                 specs.append(RowSpec(p.ids, row_ctx, self.guides(row_ctx, p, sampling),
                                      sampling.seed + j, id=(ci, j), stop_ids=p.stop_ids))

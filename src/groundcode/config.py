@@ -47,10 +47,10 @@ class MonitorConfig:
                                    # measured on the standing functions: no net fewer fail-opens and one
                                    # rollback of correct code, docs/BENCHMARKS.md (d))
     vocabulary: bool = True        # where the receiver's type is unknown (untyped, an unannotated
-                                   # parameter, an unresolved import or base, an empty answer) the
-                                   # name must exist somewhere in the project or the builtin types
-                                   # (analysis/vocabulary.py) instead of being free; "dynamic"
-                                   # classes, timeouts and late answers still fail open
+                                   # parameter, an empty answer) the name must exist somewhere in
+                                   # the project or the builtin types (analysis/vocabulary.py)
+                                   # instead of being free; "dynamic" classes, unresolved imports
+                                   # and bases, timeouts and late answers still fail open
     python: str | None = None      # interpreter/venv whose libraries Jedi sees (None: the repo's
                                    # .venv/venv if any, else Jedi's default)
 

@@ -7,6 +7,7 @@ but not a name that exists nowhere (`self.owner.get_latest_item` in a project wi
     names = vocab.names(path, buffer_text)    # frozenset; None while the first scan or the
                                               # buffer's reading runs (both in the background)
     member_names(text) -> frozenset[str]      # the member-like names one file's code writes
+    buffer_of(ctx) -> str                     # a context's file text as its rows have it
 
 What counts as a member-like name, from Python's own tokenizer (comments and strings do not
 count): an identifier after a dot (`x.name`, read or written), a name defined by `def` or
@@ -83,6 +84,11 @@ def member_names(text: str) -> frozenset:
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
     return frozenset(out)
+
+
+def buffer_of(ctx) -> str:
+    """The text of a context's file as its rows have it (the cursor's line cut at the cursor)."""
+    return ctx.before + "\n" + ctx.after
 
 
 def _python_files(root: Path) -> list[Path]:

@@ -255,7 +255,7 @@ class Scheduler:
             names = req.guides if req.guides is not None else (
                 default_names(gen.monitor, gen.tools) if grounded else ())
             if grounded and set(names) & {"dereference", "keywords", "toolcall"}:
-                gen.prewarm(ctx)
+                gen.prewarm(row_ctx)          # what the rows' guides will see
             job.ctx, job.row_ctx, job.prompt = ctx, row_ctx, prompt
             n = 1 if job.warm else req.n
             for j in range(n):

@@ -126,12 +126,17 @@ class Service:
     # -- lifecycle -------------------------------------------------------------------------------
     def prewarm(self) -> None:
         """Start each workspace's analyzer (Jedi's cold start, its worker process) on a few of its
-        files, and load the mask kernel, so the first request does not pay for them. Best
+        files, its member vocabulary's scan, and load the mask kernel, so the first request does
+        not pay for them. Best
         effort: a file that cannot be prewarmed is skipped, never a reason not to serve."""
         try:
             if self.gen.monitor.enabled and self.roots:
                 from ..decoding.vocab.kernel import warm_in_background
                 warm_in_background()
+                if self.gen.monitor.vocabulary:       # each root's member vocabulary: scanned now
+                    from ..analysis.vocabulary import project_vocabulary
+                    for root in self.roots:
+                        project_vocabulary(root)
                 for root in self.roots:
                     for f in _some_python_files(root, 3):
                         try:       # the context a request on this file would get: same analyzer

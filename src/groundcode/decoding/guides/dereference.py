@@ -73,8 +73,11 @@ _TOP_BINDS = re.compile(r"^(?:class\s+([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*(?::[^=\n]
 # bound while decoding waits behind them), of which at most _FILE_PREFETCHES from `_often_dotted`
 _PREFETCHES, _FILE_PREFETCHES = 8, 5
 # why an answer is no answer, where the type is unknown rather than open-ended: the project's
-# member vocabulary constrains the name instead (MonitorConfig.vocabulary)
-_VOCABULARY_FOR = ("empty", "untyped", "inferred", "unresolved import", "unresolved base")
+# member vocabulary constrains the name instead (MonitorConfig.vocabulary). Not an unresolved
+# import or base class: those members are a library's that the analyzer cannot see, which the
+# project's own code need not write anywhere (pandas' `to_dict` in pypet: a correct name that a
+# first version of this rule rolled back); they fail open as before.
+_VOCABULARY_FOR = ("empty", "untyped", "inferred")
 
 
 def _digest(text: str) -> str:
@@ -130,10 +133,11 @@ class DereferenceMonitor(Guide):
             # what the class's code reads: not the name the cursor sits in (`self.fo|`)
             self._class_read = re.sub(r"\.\w*$", ".", before[cls_off:]) + tail
         self._vocab = self._vocab_names = None
+        self._buffer = ""
         if self.vocabulary and getattr(ctx, "repo", None) is not None:
-            from ...analysis.vocabulary import project_vocabulary
+            from ...analysis.vocabulary import buffer_of, project_vocabulary
             self._vocab = project_vocabulary(ctx.repo)
-        self._buffer = before + "\n" + after     # the file as the row has it (not its disk copy)
+            self._buffer = buffer_of(ctx)         # the file as the row has it (not its disk copy)
         if self._vocab is not None and not self.reproducible:
             self._vocab.names(ctx.path, self._buffer)     # start reading the buffer (background)
         self.state = WAIT
