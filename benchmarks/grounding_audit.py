@@ -324,7 +324,7 @@ def judge(task, out, probe, rec_an, row_ctx, body, examples: list) -> list[dict]
     rows = []
     for tr in out.triggers:
         # triggers failed open before asking (an unannotated parameter) have no answer
-        asked = not (tr.vocabulary or tr.reason or "").startswith("inferred")
+        asked = tr.asked
         code, line, col, a = next(answers, ("", 0, 0, None)) if asked else ("", 0, 0, None)
         if a is not None and a.receiver != tr.receiver:
             raise RuntimeError(f"answers out of step: {a.receiver!r} for trigger {tr.receiver!r}")

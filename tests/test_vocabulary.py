@@ -150,3 +150,47 @@ def test_a_receiver_from_an_unresolved_import_still_fails_open(tmp_path):
     rec = row.triggers[-1]
     assert mon.state == WAIT and rec.failed_open and rec.reason == "unresolved import: pandas"
     assert rec.vocabulary is None
+
+
+class _SlowVocab:
+    """A vocabulary whose scan has not ended until `ready` is set."""
+    def __init__(self, names):
+        self.ready, self._names = False, frozenset(names)
+
+    def names(self, path, buffer="", block=False):
+        return self._names if self.ready or block else None
+
+    def wait_names(self, path, buffer, timeout):
+        return self._names if self.ready else None
+
+
+def test_a_fresh_process_speculates_until_the_vocabulary_is_ready_then_verifies(tmp_path):
+    # the first trigger of a process may come before the repository's scan has ended: the name
+    # is tracked (SPEC) and checked once the vocabulary lands, not left free for good
+    from groundcode.decoding.checkpoints import Checkpoints
+    from groundcode.decoding.guides.base import as_rollback
+    from groundcode.decoding.guides.dereference import SPEC
+    repo = _repo(tmp_path)
+    fa = FakeAnalyzer({})
+    mon = DereferenceMonitor(fa, vocabulary=True)              # verify-first, speculation on
+    before = "class Cart:\n    def last(self, x):\n"
+    ctx = CodeContext(path=repo / "pkg" / "cart.py", repo=repo, before=before, after="",
+                      lex_prefix=before[before.index("    def"):])
+    row = RowView(0, ctx, VocabIndex(TOKENS))
+    mon.reset(row)
+    slow = mon._vocab = _SlowVocab({"latest_update", "_updates"})
+    ck = Checkpoints(row, [mon])
+    cut = None
+    for tok in ["        ", "return", " ", "x", ".", "get_latest_item", "("]:
+        assert mon.check(row, TOKENS.index(tok)) is None
+        ck.accept(TOKENS.index(tok))
+        if tok == "get_latest_item":
+            assert mon.state == SPEC and row.triggers[-1].reason == "pending"
+            slow.ready = True                                   # the scan ends
+        cut = as_rollback(mon.advance(row, TOKENS.index(tok)))
+        ck.mark()
+        if cut is not None:
+            break
+    assert cut is not None and cut.length == 5                  # back to right after `x.`
+    rec = row.triggers[-1]
+    assert rec.vocabulary == "inferred: unannotated parameter" and not rec.asked and not rec.failed_open

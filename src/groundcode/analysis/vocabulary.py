@@ -220,6 +220,18 @@ class ProjectVocabulary:
                     self._rest.popitem(last=False)
         return rest | own | BUILTIN_MEMBERS
 
+    def wait_names(self, path: str | Path | None, buffer: str, timeout: float | None) -> frozenset | None:
+        """`names` once ready, waiting up to `timeout` seconds (None: for good) while the scan
+        and the buffer's read run in the background; None if they are still running then."""
+        if timeout is None:
+            return self.names(path, buffer, block=True)
+        end = time.monotonic() + timeout
+        while True:
+            got = self.names(path, buffer)
+            if got is not None or time.monotonic() >= end:
+                return got
+            time.sleep(min(0.005, max(0.0, end - time.monotonic())))
+
     def _buffer_names(self, buffer: str, block: bool) -> frozenset | None:
         if not buffer:
             return frozenset()

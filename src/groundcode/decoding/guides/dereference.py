@@ -47,13 +47,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 
 import numpy as np
 
 from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, could_bind,
                        docstring_types, enclosing_scope, function_header, ident_run,
                        imported_names, receiver_before, used_attributes)
-from ...analysis.base import Analysis, MembersQuery, empty_answer
+from ...analysis.base import Analysis, Answered, MembersQuery
 from ...analysis.guards import isinstance_guards
 from ...analysis.wait import PatientWait, WaitPolicy
 from .base import Guide, Rollback, RowView, TriggerRecord, token_flags
@@ -78,6 +79,30 @@ _PREFETCHES, _FILE_PREFETCHES = 8, 5
 # project's own code need not write anywhere (pandas' `to_dict` in pypet: a correct name that a
 # first version of this rule rolled back); they fail open as before.
 _VOCABULARY_FOR = ("empty", "untyped", "inferred")
+
+
+class _WithVocabulary:
+    """A ticket whose answer, where it leaves the type unknown (`_VOCABULARY_FOR`), is held back
+    until the project's member vocabulary is ready too (its first scan, the buffer's read): so a
+    fresh process speculates on such a trigger and verifies it, instead of failing open."""
+    __slots__ = ("inner", "mon")
+
+    def __init__(self, inner, mon):
+        self.inner, self.mon = inner, mon
+
+    def result(self, timeout: float | None = 0):
+        end = None if timeout is None else time.monotonic() + timeout
+        a = self.inner.result(timeout)
+        if a is None:
+            return None
+        why = a.failed or ("" if a.names else "empty")      # as _narrowing reads the answer
+        if not why.startswith(_VOCABULARY_FOR):
+            return a
+        mon = self.mon
+        if mon._vocab_names is None:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            mon._vocab_names = mon._vocab.wait_names(mon.ctx.path, mon._buffer, left)
+        return a if mon._vocab_names is not None else None
 
 
 def _digest(text: str) -> str:
@@ -393,26 +418,29 @@ class DereferenceMonitor(Guide):
         self.ticket, self.nar = None, None
         guess = self._guessed(root, upto_dot)
         if guess:                 # not asked: fails open, or the member vocabulary holds it
+            rec.asked = False
             self._extra_names = self._extra(receiver, upto_dot)
-            unasked = Analysis(receiver, frozenset(), 0.0, False, f"inferred: {guess}")
-            return rec if self._answered(row, rec, unasked) else None
-        key = self._key(receiver, upto_dot, full)
-        guards = isinstance_guards(full, full.count("\n") + 1, len(full) - full.rfind("\n") - 1, receiver)
-        if guards:                # narrowed here: another answer than the receiver's elsewhere
-            key = (*key, tuple(guards))
-        at = ctx.splice(upto_dot, drop=self._hold)
-        if self.reproducible:     # reused only for the same question (samples sharing a prefix)
-            key = (*key, _digest(at.code), at.line, at.column)
-        query = MembersQuery(at, receiver, key)
-        self._extra_names = self._extra(receiver, upto_dot)
-        ticket = self.analyzer.ask(query)
+            ticket = Answered(Analysis(receiver, frozenset(), 0.0, False, f"inferred: {guess}"))
+        else:
+            key = self._key(receiver, upto_dot, full)
+            guards = isinstance_guards(full, full.count("\n") + 1, len(full) - full.rfind("\n") - 1, receiver)
+            if guards:            # narrowed here: another answer than the receiver's elsewhere
+                key = (*key, tuple(guards))
+            at = ctx.splice(upto_dot, drop=self._hold)
+            if self.reproducible:  # reused only for the same question (samples sharing a prefix)
+                key = (*key, _digest(at.code), at.line, at.column)
+            self._extra_names = self._extra(receiver, upto_dot)
+            ticket = self.analyzer.ask(MembersQuery(at, receiver, key))
+        if self._vocab is not None:   # an answer for an unknown type also waits for the vocabulary
+            ticket = _WithVocabulary(ticket, self)
         a = ticket.result(0)
         if a is None and self.speculate:          # running: speculate (see SPEC)
             self.ticket = ticket
             rec.failed_open, rec.reason = True, "pending"
             return rec
         if a is None:                             # a host that cannot roll back: wait (bounded)
-            a = self.waits.wait([ticket], self.analyzer.deadline())[0] or empty_answer(query, "timeout")
+            a = self.waits.wait([ticket], self.analyzer.deadline())[0] or \
+                Analysis(receiver, frozenset(), 0.0, False, "timeout")
         return rec if self._answered(row, rec, a) else None
 
     def _answered(self, row: RowView, rec: TriggerRecord, a) -> bool:
