@@ -95,6 +95,8 @@ def _print_triggers(gen, seconds: float) -> None:
             note.append("rolled back")
         if tr.constrained and not tr.rolled_back:
             note.append("constrained")
+        if tr.vocabulary and not tr.failed_open:
+            note.append(f"project names ({tr.vocabulary.split(':')[0]})")
         t.add_row(tr.receiver, str(tr.candidates), tr.chosen or "-", f"{tr.analysis_ms:.1f}",
                   "hit" if tr.cache_hit else "miss", ", ".join(note))
     err.print(t)
