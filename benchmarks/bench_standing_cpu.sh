@@ -4,8 +4,8 @@
 # "declarations+monitored": the IDE's declarations in the prompt, without/with the monitor).
 # DTYPE=bfloat16 loads the weights in bfloat16 (what `groundcode serve` uses on CPUs with AVX512-BF16;
 # the results directory then ends in -bfloat16). Paired bootstrap intervals of every arm against
-# the first, of declarations+monitored against monitored and of monitored against
-# monitored-no-vocabulary (untyped receivers left free) go to paired_<b>_vs_<a>.json.
+# the first, of declarations+monitored against monitored and of monitored+vocabulary (untyped
+# receivers held to the project's names) against monitored go to paired_<b>_vs_<a>.json.
 # Writes summary.json, report.md/.html and timing.json to benchmarks/results/standing_<scope>_<model>/ (a new
 # directory per model: it refuses to overwrite a results directory unless FORCE=1) and the
 # samples/results JSONL to $W outside the repository (the `reference` oracle rows hold the packages'
@@ -104,7 +104,7 @@ $GC bench report "$R/summary.json" --results "$W/results.jsonl" --tasks "$T" --b
 PAIRS=""
 for A in $ARMS; do if [ "$A" != "$FIRST" ]; then PAIRS="$PAIRS $FIRST:$A"; fi; done
 case " $ARMS " in *" monitored "*) case " $ARMS " in *" declarations+monitored "*) PAIRS="$PAIRS monitored:declarations+monitored";; esac;; esac
-case " $ARMS " in *" monitored "*) case " $ARMS " in *" monitored-no-vocabulary "*) PAIRS="$PAIRS monitored-no-vocabulary:monitored";; esac;; esac
+case " $ARMS " in *" monitored "*) case " $ARMS " in *" monitored+vocabulary "*) PAIRS="$PAIRS monitored:monitored+vocabulary";; esac;; esac
 KINDS=$(python3 -c '
 import json, sys
 try:

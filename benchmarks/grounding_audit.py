@@ -263,7 +263,7 @@ def receiver_kind(receiver: str, params: dict[str, bool]) -> str:
 
 
 # -- runs -----------------------------------------------------------------------------------------
-def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool = True):
+def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool = False):
     """The configuration the audit runs: MonitorConfig's and the monitor's own defaults (what
     users get), or the diagnostic one (speculation off, a long deadline)."""
     import inspect
@@ -278,8 +278,8 @@ def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool 
     label = "diagnostic (speculation off, long deadline)" if diagnostic else "shipped"
     if call_sites:
         label += " + call-site types"
-    if not vocabulary:
-        label += " without the member vocabulary"
+    if vocabulary:
+        label += " + member vocabulary"
     return m, {"label": label,
                "speculate": m.speculate, "deadline_s": m.deadline_s, "horizon": horizon,
                "keywords": m.keywords, "sdk": m.sdk, "allow_bindings": m.allow_bindings,
@@ -599,9 +599,9 @@ def main() -> None:
                     help="the old configuration: speculation off, a 30 s deadline (not what users run)")
     ap.add_argument("--call-sites", action="store_true",
                     help="ask about unannotated parameters (MonitorConfig.call_sites: Jedi's call-site types)")
-    ap.add_argument("--no-vocabulary", action="store_true",
-                    help="untyped receivers fail open instead of being held to the project's member "
-                         "vocabulary (MonitorConfig.vocabulary=False: the configuration before it)")
+    ap.add_argument("--vocabulary", action="store_true",
+                    help="hold untyped receivers to the project's member vocabulary instead of failing "
+                         "open (MonitorConfig.vocabulary, opt-in)")
     ap.add_argument("--step-ms", type=float, default=0.0,
                     help="the stub network's forward calls (decode step or prefill chunk) padded to "
                          "this many ms, in the audit pass (with --stub-forward) and the timing pass: "
@@ -634,7 +634,7 @@ def main() -> None:
     if args.timing_per_repo:
         f, d = (int(x) for x in args.timing_per_repo.split(","))
         t_tasks = pick(every, kinds, f, d)
-    monitor, cfg = monitor_config(args.diagnostic, args.call_sites, not args.no_vocabulary)
+    monitor, cfg = monitor_config(args.diagnostic, args.call_sites, args.vocabulary)
     lm = load_model(args.model)
     shown = t_tasks if args.timing_only else tasks
     counts = ", ".join(f"{sum(t['kind'] == k for t in shown)} {k}" for k in kinds)

@@ -4,9 +4,9 @@ flags() {  # the bench run flags of an arm
   case "$1" in
     baseline) echo --no-monitor;;
     monitored) echo --monitor;;
-    monitored-no-vocabulary) echo --monitor --no-vocabulary;;   # untyped receivers free (before the vocabulary)
+    monitored+vocabulary) echo --monitor --vocabulary;;   # untyped receivers held to the project's names
     declarations) echo --no-monitor --declarations;;
     declarations+monitored) echo --monitor --declarations;;
-    *) echo "error: unknown arm $1 (baseline, monitored, monitored-no-vocabulary, declarations, declarations+monitored)" >&2; exit 2;;
+    *) echo "error: unknown arm $1 (baseline, monitored, monitored+vocabulary, declarations, declarations+monitored)" >&2; exit 2;;
   esac
 }

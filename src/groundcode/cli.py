@@ -104,7 +104,7 @@ def _print_triggers(gen, seconds: float) -> None:
 
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
-         sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=True) -> None:
+         sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=False) -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -213,8 +213,8 @@ _DEADLINE = typer.Option(2.0, "--deadline", help="seconds per (warm) analysis ca
 _PRIV = typer.Option(False, "--hide-private", help="never suggest _private members")
 _NOSDK = typer.Option(False, "--no-sdk", help="boto3 clients: do not answer from botocore's service models (Jedi only)")
 _NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free (no KeywordArgMonitor on calls with a known signature)")
-_NOVOCAB = typer.Option(False, "--no-vocabulary", help="where a receiver's type is unknown, leave the "
-                        "name free instead of holding it to the names the project and the builtin types have")
+_VOCAB = typer.Option(False, "--vocabulary", help="where a receiver's type is unknown, hold the name to "
+                      "the names the project and the builtin types have instead of leaving it free (opt-in)")
 _PYTHON = typer.Option(None, "--python", help="the interpreter or virtual environment whose installed "
                        "libraries the analyzer sees (default: the repository's .venv/venv, else Jedi's own)")
 _JSON = typer.Option(False, "--json", help="print one JSON object instead of text + summary")
@@ -267,7 +267,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              stop: str = _STOP, stream: Optional[bool] = _STREAM,
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
-             no_keywords: bool = _NOKW, no_vocabulary: bool = _NOVOCAB, python: Optional[str] = _PYTHON,
+             no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
              declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT) -> None:
     """Continue the code at a cursor (the rest of that line is replaced). Prints, never writes."""
@@ -281,7 +281,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=not no_vocabulary)
+         vocabulary=vocabulary)
 
 
 @app.command()
@@ -296,7 +296,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              stream: Optional[bool] = _STREAM,
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
-             no_keywords: bool = _NOKW, no_vocabulary: bool = _NOVOCAB, python: Optional[str] = _PYTHON,
+             no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
              declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT) -> None:
     """Write a function's body from its signature and docstring (printed, not written back)."""
@@ -310,7 +310,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=not no_vocabulary)
+         vocabulary=vocabulary)
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:
