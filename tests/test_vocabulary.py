@@ -40,6 +40,8 @@ def _repo(tmp_path: Path) -> Path:
         "class Registry:\n    def latest_update(self):\n        return self._updates[-1]\n")
     (tmp_path / "pkg" / "cart.py").write_text(
         "class Cart:\n    def last(self):\n        return self.owner.only_on_disk()\n")
+    (tmp_path / "pkg" / "shop.py").write_text(
+        "def use(owner, x):\n    owner.latest_update()\n    return x.latest_update\n")
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / "lib.py").write_text("x.from_a_virtualenv = 1\n")
     return tmp_path
@@ -82,7 +84,7 @@ def _mon_row(repo: Path, answers, before):
     from groundcode.analysis.vocabulary import project_vocabulary
     project_vocabulary(repo).wait(10)
     fa = FakeAnalyzer(answers)
-    mon = DereferenceMonitor(fa, verify_first=False, vocabulary=True)
+    mon = DereferenceMonitor(fa, vocabulary=True)              # verify-first, as on the engine
     ctx = CodeContext(path=repo / "pkg" / "cart.py", repo=repo, before=before, after="",
                       lex_prefix=before[before.index("    def"):])
     row = RowView(0, ctx, VocabIndex(TOKENS))
@@ -92,13 +94,12 @@ def _mon_row(repo: Path, answers, before):
 
 
 def _write(mon, row, toks):
-    """Engine order per token: mask (if constrained) → accept (checkpoints) → advance."""
+    """Engine order per token: check (verify-first) → accept (checkpoints) → advance."""
     from groundcode.decoding.checkpoints import Checkpoints
     ck = getattr(row, "_ck", None) or Checkpoints(row, [mon])
     row._ck = ck
     for tok in toks:
-        m = mon.mask(row)
-        assert m is None or TOKENS.index(tok) in set(m.tolist()), f"{tok!r} masked out"
+        assert mon.check(row, TOKENS.index(tok)) is None, f"{tok!r} refused"
         ck.accept(TOKENS.index(tok))
         assert mon.advance(row, TOKENS.index(tok)) is None
         ck.mark()
@@ -112,8 +113,11 @@ def test_an_untyped_receiver_is_held_to_the_vocabulary_not_left_free(tmp_path):
     assert fa.calls[-1] == "self.owner" and mon.state == NARROW
     rec = row.triggers[-1]
     assert not rec.failed_open and rec.vocabulary == "untyped"
-    allowed = {row.vocab.texts[i] for i in mon.mask(row)}
-    assert "latest_update" in allowed and "get_latest_item" not in allowed
+    # any project name is accepted; a name written nowhere is resampled towards what the
+    # project writes after `owner.`
+    assert mon.check(row, TOKENS.index("_updates")) is None
+    redo = mon.check(row, TOKENS.index("get_latest_item"))
+    assert {row.vocab.texts[i] for i in redo} == {"latest_update"}
 
 
 def test_an_unannotated_parameter_is_held_to_the_vocabulary_without_asking(tmp_path):
@@ -123,9 +127,10 @@ def test_an_unannotated_parameter_is_held_to_the_vocabulary_without_asking(tmp_p
     rec = row.triggers[-1]
     assert "x" not in fa.calls and mon.state == NARROW
     assert not rec.failed_open and rec.vocabulary == "inferred: unannotated parameter"
-    allowed = {row.vocab.texts[i] for i in mon.mask(row)}
-    assert {"latest_update", "_updates"} <= allowed
-    assert not {"get_latest_item", "size"} & allowed          # names the project never writes
+    assert mon.nar.accepts("_updates") and mon.nar.accepts("latest_update")
+    assert not mon.nar.accepts("get_latest_item") and not mon.nar.accepts("size")   # written nowhere
+    redo = mon.check(row, TOKENS.index("size"))
+    assert {row.vocab.texts[i] for i in redo} == {"latest_update"}                 # written after `x.`
 
 
 def test_dynamic_classes_and_the_vocabulary_off_still_fail_open(tmp_path):
@@ -163,6 +168,9 @@ class _SlowVocab:
     def wait_names(self, path, buffer, timeout):
         return self._names if self.ready else None
 
+    def after(self, path, buffer, receiver):
+        return self._names if self.ready else frozenset()
+
 
 def test_a_fresh_process_speculates_until_the_vocabulary_is_ready_then_verifies(tmp_path):
     # the first trigger of a process may come before the repository's scan has ended: the name
@@ -194,3 +202,24 @@ def test_a_fresh_process_speculates_until_the_vocabulary_is_ready_then_verifies(
     assert cut is not None and cut.length == 5                  # back to right after `x.`
     rec = row.triggers[-1]
     assert rec.vocabulary == "inferred: unannotated parameter" and not rec.asked and not rec.failed_open
+
+
+def test_a_receiver_the_project_never_dots_into_still_fails_open(tmp_path):
+    # the vocabulary would accept any project name, but nothing tells which to steer to
+    repo = _repo(tmp_path)
+    fa, mon, row = _mon_row(repo, {"self": (("registry",), None), "self.registry": ((), "untyped")},
+                            "class Cart:\n    def last(self):\n")
+    assert mon._steer_for("self.registry") == frozenset() and mon._steer_for("f(x)") == frozenset()
+    assert mon._steer_for("self.owner") == {"latest_update"}
+    TOK = TOKENS + ["registry"]
+    row.vocab = VocabIndex(TOK)
+    mon.reset(row)
+    for tok in ["        ", "return", " ", "self", ".", "registry", "."]:
+        assert mon.check(row, TOK.index(tok)) is None
+        row.tokens.append(TOK.index(tok))
+        row.text += tok
+        row.ends.append(len(row.text))
+        mon.advance(row, TOK.index(tok))
+    rec = row.triggers[-1]
+    assert rec.receiver == "self.registry" and rec.failed_open and rec.reason == "untyped"
+    assert mon.state == WAIT

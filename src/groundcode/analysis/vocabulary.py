@@ -6,6 +6,7 @@ but not a name that exists nowhere (`self.owner.get_latest_item` in a project wi
     vocab = project_vocabulary(repo)          # one per repository root, shared by the process
     names = vocab.names(path, buffer_text)    # frozenset; None while the first scan or the
                                               # buffer's reading runs (both in the background)
+    vocab.after(path, buffer_text, "conf")    # names written right after `conf.` (steering)
     member_names(text) -> frozenset[str]      # the member-like names one file's code writes
     buffer_of(ctx) -> str                     # a context's file text as its rows have it
 
@@ -59,10 +60,17 @@ BUILTIN_MEMBERS = _builtin_members()
 
 
 def member_names(text: str) -> frozenset:
-    """The member-like names `text` writes (see the module docstring). Tolerates code that does
-    not tokenize to the end (a buffer being edited): what came before the error counts."""
+    """The member-like names `text` writes (see the module docstring)."""
+    return read_names(text)[0]
+
+
+def read_names(text: str) -> tuple[frozenset, dict]:
+    """(member-like names, {receiver name: names written after `receiver.`}) of `text`; the
+    receiver is the name right before the dot (`conf` in `self.conf.retry`). Tolerates code that
+    does not tokenize to the end (a buffer being edited): what came before the error counts."""
     out: set[str] = set()
-    prev = None                     # the token before (type, string); NL, comments skipped
+    after: dict[str, set] = {}
+    prev = prev2 = None             # the tokens before (type, string); NL, comments skipped
     at = 0                          # tokens so far in the logical line
     skip = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING)
     try:
@@ -70,20 +78,25 @@ def member_names(text: str) -> frozenset:
             if tok.type in skip:
                 continue
             if tok.type == tokenize.NEWLINE:
-                prev, at = None, 0
+                prev = prev2 = None
+                at = 0
                 continue
             s = tok.string
             if tok.type == tokenize.OP and prev is not None and prev[0] == tokenize.NAME \
                     and prev[1] not in _KEYWORDS and (s == "=" or (s == ":" and at == 1)):
                 out.add(prev[1])            # `name = ...`, `f(name=...)`, `name: T` at a line's start
-            elif tok.type == tokenize.NAME and s not in _KEYWORDS and prev is not None \
-                    and (prev == (tokenize.OP, ".") or prev[1] in ("def", "class")):
-                out.add(s)
+            elif tok.type == tokenize.NAME and s not in _KEYWORDS and prev is not None:
+                if prev == (tokenize.OP, "."):
+                    out.add(s)
+                    if prev2 is not None and prev2[0] == tokenize.NAME:
+                        after.setdefault(prev2[1], set()).add(s)
+                elif prev[1] in ("def", "class"):
+                    out.add(s)
             at += 1
-            prev = (tok.type, s)
+            prev2, prev = prev, (tok.type, s)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
-    return frozenset(out)
+    return frozenset(out), {k: frozenset(v) for k, v in after.items()}
 
 
 def buffer_of(ctx) -> str:
@@ -120,12 +133,13 @@ class ProjectVocabulary:
         self._lock = threading.Lock()
         self._files: dict[str, tuple[float, int, frozenset]] = {}
         self._counts: Counter = Counter()           # name -> number of files that write it
+        self._after: dict[str, Counter] = {}        # receiver name -> {name after it: files}
         self._ready = threading.Event()
         self._scanning = False
         self._scanned_at = 0.0
         self._generation = 0
         self._rest: OrderedDict = OrderedDict()     # (path, generation) -> names of the others
-        self._buffers: OrderedDict = OrderedDict()  # buffer text -> member_names
+        self._buffers: OrderedDict = OrderedDict()  # buffer text -> read_names
         self._reading: set = set()                  # buffers being read in the background
 
     # -- scanning -----------------------------------------------------------------------------
@@ -143,14 +157,14 @@ class ProjectVocabulary:
                 if old is not None and old[0] == st.st_mtime and old[1] == st.st_size:
                     continue
                 if st.st_size > MAX_FILE_BYTES:
-                    names = frozenset()
+                    names, after = frozenset(), {}
                 else:
                     try:
-                        names = member_names(p.read_text(encoding="utf-8", errors="replace"))
+                        names, after = read_names(p.read_text(encoding="utf-8", errors="replace"))
                     except OSError:
                         continue
                 with self._lock:
-                    self._set(key, (st.st_mtime, st.st_size, names))
+                    self._set(key, (st.st_mtime, st.st_size, names, after))
             with self._lock:
                 for key in [k for k in self._files if k not in seen]:
                     self._set(key, None)
@@ -164,10 +178,14 @@ class ProjectVocabulary:
         old = self._files.pop(key, None)
         if old is not None:
             self._counts.subtract(old[2])
+            for r, ns in old[3].items():
+                self._after[r].subtract(ns)
         if entry is not None:
             self._files[key] = entry
             self._counts.update(entry[2])
-        if old is None or entry is None or old[2] != entry[2]:
+            for r, ns in entry[3].items():
+                self._after.setdefault(r, Counter()).update(ns)
+        if old is None or entry is None or old[2:] != entry[2:]:
             self._generation += 1
 
     def refresh(self, force: bool = False) -> None:
@@ -205,15 +223,16 @@ class ProjectVocabulary:
             if not block:
                 return None
             self._ready.wait()
-        own = self._buffer_names(buffer, block)
-        if own is None:
+        read = self._buffer_names(buffer, block)
+        if read is None:
             return None
+        own = read[0]
         key = str(Path(path).resolve()) if path else ""
         with self._lock:
             gen = self._generation
             rest = self._rest.get((key, gen))
             if rest is None:
-                disk = self._files.get(key, (0, 0, frozenset()))[2]     # the file's disk copy
+                disk = self._files.get(key, (0, 0, frozenset(), {}))[2]     # the file's disk copy
                 rest = frozenset(n for n, c in self._counts.items() if c > 1 or (c == 1 and n not in disk))
                 self._rest[(key, gen)] = rest
                 while len(self._rest) > 8:
@@ -232,9 +251,25 @@ class ProjectVocabulary:
                 return got
             time.sleep(min(0.005, max(0.0, end - time.monotonic())))
 
-    def _buffer_names(self, buffer: str, block: bool) -> frozenset | None:
-        if not buffer:
+    def after(self, path: str | Path | None, buffer: str, receiver: str) -> frozenset:
+        """Names the repository's other files and `buffer` write right after `receiver.` (the
+        receiver's last name: `conf` for `self.conf`); empty until the scan and the buffer's
+        read have ended (never waits)."""
+        if not receiver or not self._ready.is_set():
             return frozenset()
+        read = self._buffer_names(buffer, False)
+        if read is None:
+            return frozenset()
+        key = str(Path(path).resolve()) if path else ""
+        with self._lock:
+            c = self._after.get(receiver)
+            disk = self._files.get(key, (0, 0, frozenset(), {}))[3].get(receiver, frozenset())
+            rest = frozenset(n for n, k in c.items() if k > 1 or (k == 1 and n not in disk)) if c else frozenset()
+        return rest | read[1].get(receiver, frozenset())
+
+    def _buffer_names(self, buffer: str, block: bool) -> tuple | None:
+        if not buffer:
+            return frozenset(), {}
         with self._lock:
             hit = self._buffers.get(buffer)
             if hit is not None:
@@ -248,10 +283,10 @@ class ProjectVocabulary:
                 return None
         return self._read_buffer(buffer)
 
-    def _read_buffer(self, buffer: str) -> frozenset:
-        names = frozenset()
+    def _read_buffer(self, buffer: str) -> tuple:
+        names = (frozenset(), {})
         try:
-            names = member_names(buffer)
+            names = read_names(buffer)
         finally:
             with self._lock:
                 self._reading.discard(buffer)

@@ -115,9 +115,6 @@ class DereferenceMonitor(Guide):
                  verify_first: bool | None = None, waits: WaitPolicy | None = None,
                  reproducible: bool = False, call_sites: bool = False, vocabulary: bool = False):
         self.analyzer = analyzer
-        # vocabulary: where the receiver's type is unknown (see _VOCABULARY_FOR), the name must
-        # still exist somewhere: the project's member vocabulary (analysis/vocabulary.py)
-        self.vocabulary = vocabulary
         # call_sites: unannotated parameters are asked about (Jedi's types from the call sites)
         # instead of failing open as "inferred" (MonitorConfig.call_sites)
         self.call_sites = call_sites
@@ -132,6 +129,10 @@ class DereferenceMonitor(Guide):
         # built only when the sampled token does not fit; dunders are then accepted when the
         # model writes them but never steered to. Mask-only hosts mask with every member.
         self.verify_first = rollback if verify_first is None else verify_first
+        # vocabulary: where the receiver's type is unknown (see _VOCABULARY_FOR), the name must
+        # still exist somewhere: the project's member vocabulary (analysis/vocabulary.py). Only
+        # on verify-first hosts: a mask-first host would have to steer among all of it
+        self.vocabulary = vocabulary and self.verify_first
         self.hide = is_dunder if hide_dunder else None
         # Speculate on cache misses (needs rollback); else wait up to the analyzer's deadline.
         self.speculate = speculate and rollback and not reproducible
@@ -453,11 +454,14 @@ class DereferenceMonitor(Guide):
         rec.analysis_ms = round(a.ms, 3)
         rec.cache_hit = a.cache_hit
         rec.candidates = len(a.names)
-        names = a.names
+        names, steer = a.names, None
         if a.failed is not None or not a.names:
             why = a.failed or "empty"
             names = self._vocabulary_for(why)
-            if names is None:
+            # steered only towards names the project writes after this receiver's name: a
+            # model steered among thousands of unrelated names loops (docs/BENCHMARK.md)
+            steer = self._steer_for(a.receiver) if names is not None else None
+            if not steer:
                 rec.failed_open, rec.reason = True, why
                 return None
             rec.vocabulary = why
@@ -467,6 +471,9 @@ class DereferenceMonitor(Guide):
         hide = self.hide
         if a.hidden:                    # --hide-private: legal when written, never steered to
             hide = (lambda n, h=a.hidden, d=self.hide: n in h or (d is not None and d(n)))
+        if steer is not None:           # the vocabulary: any of it accepted, `steer` suggested
+            steer = steer | extra
+            hide = (lambda n, v=steer, d=hide: n not in v or (d is not None and d(n)))
         return Narrowing(row.vocab, names, hide=hide)
 
     def _vocabulary_for(self, why: str) -> frozenset | None:
@@ -478,6 +485,12 @@ class DereferenceMonitor(Guide):
         if self._vocab_names is None:      # a reproducible run waits: masks must not depend on timing
             self._vocab_names = self._vocab.names(self.ctx.path, self._buffer, block=self.reproducible)
         return self._vocab_names
+
+    def _steer_for(self, receiver: str) -> frozenset:
+        """Names the project writes right after the receiver's last name (`conf` of
+        `self.conf`); empty for a call or subscript receiver."""
+        m = re.search(r"([A-Za-z_]\w*)$", receiver or "")
+        return self._vocab.after(self.ctx.path, self._buffer, m.group(1)) if m else frozenset()
 
     def _cursor_name(self, row: RowView, typed: str) -> None:
         """The user already wrote `typed` after the dot: it counts as the name's start."""
