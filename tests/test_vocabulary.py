@@ -204,22 +204,32 @@ def test_a_fresh_process_speculates_until_the_vocabulary_is_ready_then_verifies(
     assert rec.vocabulary == "inferred: unannotated parameter" and not rec.asked and not rec.failed_open
 
 
-def test_a_receiver_the_project_never_dots_into_still_fails_open(tmp_path):
-    # the vocabulary would accept any project name, but nothing tells which to steer to
+def test_a_receiver_the_project_never_dots_into_is_steered_to_builtin_members(tmp_path):
+    # nothing says which project names fit: a plain name is steered towards the builtin types'
+    # members (an untyped loop variable is mostly a str, list or dict); a call or subscript
+    # receiver fails open as before
     repo = _repo(tmp_path)
-    fa, mon, row = _mon_row(repo, {"self": (("registry",), None), "self.registry": ((), "untyped")},
-                            "class Cart:\n    def last(self):\n")
-    assert mon._steer_for("self.registry") == frozenset() and mon._steer_for("f(x)") == frozenset()
+    fa, mon, row = _mon_row(repo, {}, "class Cart:\n    def last(self):\n")
     assert mon._steer_for("self.owner") == {"latest_update"}
-    TOK = TOKENS + ["registry"]
-    row.vocab = VocabIndex(TOK)
-    mon.reset(row)
-    for tok in ["        ", "return", " ", "self", ".", "registry", "."]:
-        assert mon.check(row, TOK.index(tok)) is None
-        row.tokens.append(TOK.index(tok))
-        row.text += tok
-        row.ends.append(len(row.text))
-        mon.advance(row, TOK.index(tok))
-    rec = row.triggers[-1]
-    assert rec.receiver == "self.registry" and rec.failed_open and rec.reason == "untyped"
-    assert mon.state == WAIT
+    assert mon._steer_for("never_dotted") == BUILTIN_MEMBERS
+    assert mon._steer_for("f(x)") == frozenset() and mon._steer_for("d[k]") == frozenset()
+    TOK = TOKENS + ["registry", "append", "d", "[", "k", "]"]
+    for receiver_toks, reason in ((["self", ".", "registry", "."], None), (["d", "[", "k", "]", "."], "untyped")):
+        fa, mon, row = _mon_row(repo, {"self": (("registry",), None), "self.registry": ((), "untyped")},
+                                "class Cart:\n    def last(self, d):\n        d = {}\n")
+        row.vocab = VocabIndex(TOK)
+        mon.reset(row)
+        mon._vocab.names(row.context.path, mon._buffer, block=True)
+        for tok in ["        ", "return", " "] + receiver_toks:
+            assert mon.check(row, TOK.index(tok)) is None
+            row.tokens.append(TOK.index(tok))
+            row.text += tok
+            row.ends.append(len(row.text))
+            mon.advance(row, TOK.index(tok))
+        rec = row.triggers[-1]
+        if reason is None:            # steered to builtin members: `size` is none, `append` is
+            assert rec.vocabulary == "untyped" and not rec.failed_open
+            redo = {TOK[i] for i in mon.check(row, TOK.index("get_latest_item"))}
+            assert "append" in redo and "latest_update" not in redo
+        else:
+            assert rec.failed_open and rec.reason == reason and mon.state == WAIT

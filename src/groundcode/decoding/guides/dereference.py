@@ -29,6 +29,12 @@ class's text and the generated text assign (`self.x = ...`) and that the class's
 in the trigger record, where the answer cannot be trusted: empty answers, timeouts, classes with
 dynamic attributes or unresolved bases (the analyzer says so), and receivers whose type Jedi would
 only guess (an unannotated parameter, or a local bound to one). Dunders are always allowed.
+With the opt-in member vocabulary (`vocabulary=True`, MonitorConfig.vocabulary; verify-first
+hosts only), a receiver whose type is unknown ("untyped", "empty", an unannotated parameter)
+is checked against every name the project writes (analysis/vocabulary.py) and, when a sample
+does not fit, steered towards the names the project writes after the receiver's own name (or,
+where it writes none, the builtin types' members); a call or subscript receiver fails open as
+before.
 
 Analysis is asked through the analyzer interface (analysis/base.py: `ask` -> ticket, polled with
 `result(0)`); the only blocking waits (a host that cannot roll back, the row's end) go through
@@ -458,8 +464,9 @@ class DereferenceMonitor(Guide):
         if a.failed is not None or not a.names:
             why = a.failed or "empty"
             names = self._vocabulary_for(why)
-            # steered only towards names the project writes after this receiver's name: a
-            # model steered among thousands of unrelated names loops (docs/BENCHMARK.md)
+            # steered only towards names the project writes after this receiver's name (else
+            # builtin members): a model steered among thousands of unrelated names loops
+            # (docs/BENCHMARK.md)
             steer = self._steer_for(a.receiver) if names is not None else None
             if not steer:
                 rec.failed_open, rec.reason = True, why
@@ -488,9 +495,13 @@ class DereferenceMonitor(Guide):
 
     def _steer_for(self, receiver: str) -> frozenset:
         """Names the project writes right after the receiver's last name (`conf` of
-        `self.conf`); empty for a call or subscript receiver."""
-        m = re.search(r"([A-Za-z_]\w*)$", receiver or "")
-        return self._vocab.after(self.ctx.path, self._buffer, m.group(1)) if m else frozenset()
+        `self.conf`); where it writes none, the builtin types' members (an untyped loop
+        variable is most often a str, list or dict); empty for a call or subscript receiver."""
+        if not _DOTTED.fullmatch(receiver or ""):
+            return frozenset()
+        from ...analysis.vocabulary import BUILTIN_MEMBERS
+        last = receiver.rsplit(".", 1)[-1]
+        return self._vocab.after(self.ctx.path, self._buffer, last) or BUILTIN_MEMBERS
 
     def _cursor_name(self, row: RowView, typed: str) -> None:
         """The user already wrote `typed` after the dot: it counts as the name's start."""
