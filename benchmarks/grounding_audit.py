@@ -263,7 +263,7 @@ def receiver_kind(receiver: str, params: dict[str, bool]) -> str:
 
 
 # -- runs -----------------------------------------------------------------------------------------
-def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool = False):
+def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool | None = None):
     """The configuration the audit runs: MonitorConfig's and the monitor's own defaults (what
     users get), or the diagnostic one (speculation off, a long deadline)."""
     import inspect
@@ -271,6 +271,8 @@ def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool 
     from groundcode.config import MonitorConfig
     from groundcode.decoding.guides.dereference import DereferenceMonitor
     horizon = inspect.signature(DereferenceMonitor).parameters["horizon"].default
+    shipped_vocabulary = MonitorConfig().vocabulary
+    vocabulary = shipped_vocabulary if vocabulary is None else vocabulary
     m = MonitorConfig(enabled=True, call_sites=call_sites, vocabulary=vocabulary)
     if diagnostic:
         m = MonitorConfig(enabled=True, speculate=False, deadline_s=30.0, call_sites=call_sites,
@@ -278,8 +280,8 @@ def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool 
     label = "diagnostic (speculation off, long deadline)" if diagnostic else "shipped"
     if call_sites:
         label += " + call-site types"
-    if vocabulary:
-        label += " + member vocabulary"
+    if vocabulary != shipped_vocabulary:
+        label += " + member vocabulary" if vocabulary else " without the member vocabulary"
     return m, {"label": label,
                "speculate": m.speculate, "deadline_s": m.deadline_s, "horizon": horizon,
                "keywords": m.keywords, "sdk": m.sdk, "allow_bindings": m.allow_bindings,
@@ -599,9 +601,9 @@ def main() -> None:
                     help="the old configuration: speculation off, a 30 s deadline (not what users run)")
     ap.add_argument("--call-sites", action="store_true",
                     help="ask about unannotated parameters (MonitorConfig.call_sites: Jedi's call-site types)")
-    ap.add_argument("--vocabulary", action="store_true",
-                    help="hold untyped receivers to the project's member vocabulary instead of failing "
-                         "open (MonitorConfig.vocabulary, opt-in)")
+    ap.add_argument("--vocabulary", action=argparse.BooleanOptionalAction, default=None,
+                    help="hold untyped receivers to the project's member vocabulary (MonitorConfig."
+                         "vocabulary; default: what ships, on) or, with --no-vocabulary, let them fail open")
     ap.add_argument("--step-ms", type=float, default=0.0,
                     help="the stub network's forward calls (decode step or prefill chunk) padded to "
                          "this many ms, in the audit pass (with --stub-forward) and the timing pass: "

@@ -4,9 +4,10 @@ flags() {  # the bench run flags of an arm
   case "$1" in
     baseline) echo --no-monitor;;
     monitored) echo --monitor;;
-    monitored+vocabulary) echo --monitor --vocabulary;;   # untyped receivers held to the project's names
+    monitored+vocabulary) echo --monitor --vocabulary;;   # untyped receivers held to the project's names (the default since session 9)
+    monitored-no-vocabulary) echo --monitor --no-vocabulary;;   # untyped receivers free (before session 9)
     declarations) echo --no-monitor --declarations;;
     declarations+monitored) echo --monitor --declarations;;
-    *) echo "error: unknown arm $1 (baseline, monitored, monitored+vocabulary, declarations, declarations+monitored)" >&2; exit 2;;
+    *) echo "error: unknown arm $1 (baseline, monitored, monitored+vocabulary, monitored-no-vocabulary, declarations, declarations+monitored)" >&2; exit 2;;
   esac
 }

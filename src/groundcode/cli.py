@@ -104,7 +104,7 @@ def _print_triggers(gen, seconds: float) -> None:
 
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
-         sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=False) -> None:
+         sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=True) -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -213,8 +213,9 @@ _DEADLINE = typer.Option(2.0, "--deadline", help="seconds per (warm) analysis ca
 _PRIV = typer.Option(False, "--hide-private", help="never suggest _private members")
 _NOSDK = typer.Option(False, "--no-sdk", help="boto3 clients: do not answer from botocore's service models (Jedi only)")
 _NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free (no KeywordArgMonitor on calls with a known signature)")
-_VOCAB = typer.Option(False, "--vocabulary", help="where a receiver's type is unknown, hold the name to "
-                      "the names the project and the builtin types have instead of leaving it free (opt-in)")
+_VOCAB = typer.Option(True, "--vocabulary/--no-vocabulary", help="where a receiver's type is unknown, "
+                      "hold the name to the names the project and the builtin types have (the default) "
+                      "or leave it free")
 _PYTHON = typer.Option(None, "--python", help="the interpreter or virtual environment whose installed "
                        "libraries the analyzer sees (default: the repository's .venv/venv, else Jedi's own)")
 _JSON = typer.Option(False, "--json", help="print one JSON object instead of text + summary")

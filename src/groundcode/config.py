@@ -46,15 +46,15 @@ class MonitorConfig:
                                    # "inferred", since a caller the repository lacks may pass another type;
                                    # measured on the standing functions: no net fewer fail-opens and one
                                    # rollback of correct code, docs/BENCHMARKS.md (d))
-    vocabulary: bool = False       # opt-in: where the receiver's type is unknown (untyped, an
-                                   # unannotated parameter, an empty answer) the name must exist
-                                   # somewhere in the project or the builtin types
-                                   # (analysis/vocabulary.py) instead of being free ("dynamic"
-                                   # classes, unresolved imports and bases, timeouts and late
-                                   # answers still fail open). Off by default: it cut fail-open
-                                   # on the standing functions from 21% to 9.6% with no new false
-                                   # block, but steering among thousands of names cost smollm2
-                                   # 2 points of SuccRate on 300 dereference tasks (docs/BENCHMARK.md)
+    vocabulary: bool = True        # where the receiver's type is unknown (untyped, an unannotated
+                                   # parameter, an empty answer) the name must exist somewhere in
+                                   # the project or the builtin types (analysis/vocabulary.py),
+                                   # steered towards what the project writes after the receiver's
+                                   # name, instead of being free ("dynamic" classes, unresolved
+                                   # imports and bases, call/subscript receivers, timeouts and late
+                                   # answers still fail open). Fail-open on the standing functions
+                                   # 21% → ~10% with no new false block; neutral on 300 dereference
+                                   # tasks with smollm2 (docs/BENCHMARK.md, BENCHMARKS.md (d))
     python: str | None = None      # interpreter/venv whose libraries Jedi sees (None: the repo's
                                    # .venv/venv if any, else Jedi's default)
 

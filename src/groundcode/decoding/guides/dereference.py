@@ -29,7 +29,7 @@ class's text and the generated text assign (`self.x = ...`) and that the class's
 in the trigger record, where the answer cannot be trusted: empty answers, timeouts, classes with
 dynamic attributes or unresolved bases (the analyzer says so), and receivers whose type Jedi would
 only guess (an unannotated parameter, or a local bound to one). Dunders are always allowed.
-With the opt-in member vocabulary (`vocabulary=True`, MonitorConfig.vocabulary; verify-first
+With the member vocabulary (`vocabulary=True`: MonitorConfig.vocabulary, on by default; verify-first
 hosts only), a receiver whose type is unknown ("untyped", "empty", an unannotated parameter)
 is checked against every name the project writes (analysis/vocabulary.py) and, when a sample
 does not fit, steered towards the names the project writes after the receiver's own name (or,
