@@ -41,7 +41,8 @@ def _repo(tmp_path: Path) -> Path:
     (tmp_path / "pkg" / "cart.py").write_text(
         "class Cart:\n    def last(self):\n        return self.owner.only_on_disk()\n")
     (tmp_path / "pkg" / "shop.py").write_text(
-        "def use(owner, x):\n    owner.latest_update()\n    return x.latest_update\n")
+        "def use(owner, x):\n    owner.latest_update()\n    owner.rows[0].latest_update()\n"
+        "    return x.latest_update\n")
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / "lib.py").write_text("x.from_a_virtualenv = 1\n")
     return tmp_path
@@ -207,12 +208,13 @@ def test_a_fresh_process_speculates_until_the_vocabulary_is_ready_then_verifies(
 def test_a_receiver_the_project_never_dots_into_is_steered_to_builtin_members(tmp_path):
     # nothing says which project names fit: a plain name is steered towards the builtin types'
     # members (an untyped loop variable is mostly a str, list or dict); a call or subscript
-    # receiver fails open as before
+    # receiver towards what the project writes after such a call or subscript, else it fails open
     repo = _repo(tmp_path)
     fa, mon, row = _mon_row(repo, {}, "class Cart:\n    def last(self):\n")
-    assert mon._steer_for("self.owner") == {"latest_update"}
+    assert mon._steer_for("self.owner") == {"latest_update", "rows"}
     assert mon._steer_for("never_dotted") == BUILTIN_MEMBERS
     assert mon._steer_for("f(x)") == frozenset() and mon._steer_for("d[k]") == frozenset()
+    assert mon._steer_for("self.rows[i]") == {"latest_update"}     # written after `rows[...]`
     TOK = TOKENS + ["registry", "append", "d", "[", "k", "]"]
     for receiver_toks, reason in ((["self", ".", "registry", "."], None), (["d", "[", "k", "]", "."], "untyped")):
         fa, mon, row = _mon_row(repo, {"self": (("registry",), None), "self.registry": ((), "untyped")},

@@ -66,12 +66,16 @@ def member_names(text: str) -> frozenset:
 
 def read_names(text: str) -> tuple[frozenset, dict]:
     """(member-like names, {receiver name: names written after `receiver.`}) of `text`; the
-    receiver is the name right before the dot (`conf` in `self.conf.retry`). Tolerates code that
-    does not tokenize to the end (a buffer being edited): what came before the error counts."""
+    receiver is the name right before the dot (`conf` in `self.conf.retry`), or `name()` /
+    `name[]` after a call or subscript of a name (`encode()` in `s.encode("idna").decode`).
+    Tolerates code that does not tokenize to the end (a buffer being edited): what came before
+    the error counts."""
     out: set[str] = set()
     after: dict[str, set] = {}
     prev = prev2 = None             # the tokens before (type, string); NL, comments skipped
     at = 0                          # tokens so far in the logical line
+    opened: list = []               # open brackets: the `name()` / `name[]` key they would close
+    closed = None                   # the key of the bracket closed last
     skip = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING)
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -82,6 +86,11 @@ def read_names(text: str) -> tuple[frozenset, dict]:
                 at = 0
                 continue
             s = tok.string
+            if tok.type == tokenize.OP and s in "([{":
+                name = prev[1] if prev is not None and prev[0] == tokenize.NAME and prev[1] not in _KEYWORDS else None
+                opened.append(f"{name}{'()' if s == '(' else '[]'}" if name and s != "{" else None)
+            elif tok.type == tokenize.OP and s in ")]}":
+                closed = opened.pop() if opened else None
             if tok.type == tokenize.OP and prev is not None and prev[0] == tokenize.NAME \
                     and prev[1] not in _KEYWORDS and (s == "=" or (s == ":" and at == 1)):
                 out.add(prev[1])            # `name = ...`, `f(name=...)`, `name: T` at a line's start
@@ -90,6 +99,8 @@ def read_names(text: str) -> tuple[frozenset, dict]:
                     out.add(s)
                     if prev2 is not None and prev2[0] == tokenize.NAME:
                         after.setdefault(prev2[1], set()).add(s)
+                    elif prev2 in ((tokenize.OP, ")"), (tokenize.OP, "]")) and closed:
+                        after.setdefault(closed, set()).add(s)
                 elif prev[1] in ("def", "class"):
                     out.add(s)
             at += 1

@@ -33,8 +33,8 @@ With the member vocabulary (`vocabulary=True`: MonitorConfig.vocabulary, on by d
 hosts only), a receiver whose type is unknown ("untyped", "empty", an unannotated parameter)
 is checked against every name the project writes (analysis/vocabulary.py) and, when a sample
 does not fit, steered towards the names the project writes after the receiver's own name (or,
-where it writes none, the builtin types' members); a call or subscript receiver fails open as
-before.
+where it writes none, the builtin types' members; a call or subscript of a name: what the
+project writes after such a call or subscript, else it fails open as before).
 
 Analysis is asked through the analyzer interface (analysis/base.py: `ask` -> ticket, polled with
 `result(0)`); the only blocking waits (a host that cannot roll back, the row's end) go through
@@ -109,6 +109,28 @@ class _WithVocabulary:
             left = None if end is None else max(0.0, end - time.monotonic())
             mon._vocab_names = mon._vocab.wait_names(mon.ctx.path, mon._buffer, left)
         return a if mon._vocab_names is not None else None
+
+
+def _call_or_subscript(receiver: str) -> str | None:
+    """`name()` / `name[]` for a receiver that ends in a call or subscript of a name
+    (`s.encode("idna")` → `encode()`, `self._states[k]` → `_states[]`); None otherwise."""
+    if not receiver.endswith((")", "]")):
+        return None
+    close = receiver[-1]
+    opener = "(" if close == ")" else "["
+    depth = 0
+    for i in range(len(receiver) - 1, -1, -1):
+        c = receiver[i]
+        if c in ")]":
+            depth += 1
+        elif c in "([":
+            depth -= 1
+            if depth == 0:
+                if c != opener:
+                    return None
+                m = re.search(r"([A-Za-z_]\w*)$", receiver[:i])
+                return f"{m.group(1)}{opener}{close}" if m else None
+    return None
 
 
 def _digest(text: str) -> str:
@@ -495,13 +517,16 @@ class DereferenceMonitor(Guide):
 
     def _steer_for(self, receiver: str) -> frozenset:
         """Names the project writes right after the receiver's last name (`conf` of
-        `self.conf`); where it writes none, the builtin types' members (an untyped loop
-        variable is most often a str, list or dict); empty for a call or subscript receiver."""
-        if not _DOTTED.fullmatch(receiver or ""):
-            return frozenset()
-        from ...analysis.vocabulary import BUILTIN_MEMBERS
-        last = receiver.rsplit(".", 1)[-1]
-        return self._vocab.after(self.ctx.path, self._buffer, last) or BUILTIN_MEMBERS
+        `self.conf`), or where it writes none, the builtin types' members (an untyped loop
+        variable is most often a str, list or dict); for a call or subscript of a name, what the
+        project writes after such a call or subscript (`encode()`, `_states[]`), else nothing."""
+        receiver = receiver or ""
+        if _DOTTED.fullmatch(receiver):
+            from ...analysis.vocabulary import BUILTIN_MEMBERS
+            last = receiver.rsplit(".", 1)[-1]
+            return self._vocab.after(self.ctx.path, self._buffer, last) or BUILTIN_MEMBERS
+        key = _call_or_subscript(receiver)
+        return self._vocab.after(self.ctx.path, self._buffer, key) if key else frozenset()
 
     def _cursor_name(self, row: RowView, typed: str) -> None:
         """The user already wrote `typed` after the dot: it counts as the name's start."""
