@@ -244,7 +244,7 @@ class ProjectVocabulary:
             rest = self._rest.get((key, gen))
             if rest is None:
                 disk = self._files.get(key, (0, 0, frozenset(), {}))[2]     # the file's disk copy
-                rest = frozenset(n for n, c in self._counts.items() if c > 1 or (c == 1 and n not in disk))
+                rest = _beyond(self._counts, disk)
                 self._rest[(key, gen)] = rest
                 while len(self._rest) > 8:
                     self._rest.popitem(last=False)
@@ -273,9 +273,8 @@ class ProjectVocabulary:
             return frozenset()
         key = str(Path(path).resolve()) if path else ""
         with self._lock:
-            c = self._after.get(receiver)
             disk = self._files.get(key, (0, 0, frozenset(), {}))[3].get(receiver, frozenset())
-            rest = frozenset(n for n, k in c.items() if k > 1 or (k == 1 and n not in disk)) if c else frozenset()
+            rest = _beyond(self._after.get(receiver, {}), disk)
         return rest | read[1].get(receiver, frozenset())
 
     def _buffer_names(self, buffer: str, block: bool) -> tuple | None:
@@ -305,6 +304,12 @@ class ProjectVocabulary:
                 while len(self._buffers) > 32:
                     self._buffers.popitem(last=False)
         return names
+
+
+def _beyond(counts, disk: frozenset) -> frozenset:
+    """Names that files other than the one whose disk copy wrote `disk` write: `counts` holds
+    how many files write each name."""
+    return frozenset(n for n, c in counts.items() if c > 1 or (c == 1 and n not in disk))
 
 
 _VOCABS: dict[Path, ProjectVocabulary] = {}
