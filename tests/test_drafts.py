@@ -82,6 +82,17 @@ def test_suggestions_answer_a_keystroke_that_types_the_start_of_one():
     assert mem.reference(SimpleNamespace(path="a.py", before="x = self.p")) is None   # typed other
     assert mem.reference(SimpleNamespace(path="b.py", before="x = self.g")) is None
     assert mem.reference(SimpleNamespace(path="a.py", before="x = self.get()")) is None  # all typed
+    # a healed word: the new row starts where the old one did and owes the typed "g" ...
+    assert mem.reference(SimpleNamespace(path="a.py", before="x = self."), "g") == \
+        Reference("get()", (11, 12), (3, 5))
+    assert mem.reference(SimpleNamespace(path="a.py", before="x = self."), "p") is None
+    # ... or starts earlier than the old row did (the old tokens' ends move right)
+    assert mem.reference(SimpleNamespace(path="a.py", before="x = self"), ".g") == \
+        Reference(".get()", (11, 12), (4, 6))
+    # a healed old row: its suggestion holds what it owed ("get" written from "x = self.")
+    mem.add(SimpleNamespace(path="a.py", before="y = a."), [21, 22], "put(1)", [3, 6])
+    assert mem.reference(SimpleNamespace(path="a.py", before="y = a."), "pu") == \
+        Reference("put(1)", (21, 22), (3, 6))
 
 
 def test_prompt_lookup_proposes_what_followed_the_last_ngram(tiny_lm):

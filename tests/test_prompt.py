@@ -33,10 +33,10 @@ def _cursor_ctx(before, after):
 def test_fim_prompt_uses_the_tokenizers_own_tokens(tiny_lm):
     tok = tiny_lm.tokenizer
     b = PromptBuilder(tok, 1024)
-    ctx = _cursor_ctx("def f(x):\n    return x", "\n\nprint(f(1))\n")
+    ctx = _cursor_ctx("def f(x):\n    return x + ", "\n\nprint(f(1))\n")
     p = b.build(ctx, 16)
-    assert p.fim and p.owed == ""
-    assert _text(tok, p.ids) == "<fim_prefix>def f(x):\n    return x<fim_suffix>\n\nprint(f(1))\n<fim_middle>"
+    assert p.fim and p.owed == " "
+    assert _text(tok, p.ids) == "<fim_prefix>def f(x):\n    return x +<fim_suffix>\n\nprint(f(1))\n<fim_middle>"
     assert tok.convert_tokens_to_ids("<fim_prefix>") in p.stop_ids
     # function bodies and `--fim off` stay plain
     assert not PromptBuilder(tok, 1024, PromptConfig(fim="off")).build(ctx, 16).fim
@@ -97,6 +97,33 @@ def test_token_healing_backs_up_over_the_line_break_and_indentation(tiny_lm):
     row = ctx.continued(q.owed)
     assert row.before.endswith("\n        ") and not row.starts_at_line
     assert ctx.insertion(row, "return 1\n") == "        return 1\n"
+
+
+def test_a_cursor_inside_a_word_gives_the_last_token_back(tiny_lm):
+    # Most keystrokes in an editor end inside a name (`return s|`, `values.a|`): a prompt ending
+    # in the token ` s` makes the model treat `s` as a whole name (SmolLM2 wrote
+    # `s.latest_update()` there). The prompt gives the word's last token back instead and the
+    # heal mask makes the row start with it, so the model picks ` self` (or `append`) itself.
+    tok = tiny_lm.tokenizer
+    b = PromptBuilder(tok, 1024)
+    for before, prompt_end in (("class A:\n    def f(self):\n        return s", "        return"),
+                               ("x = values.ap", "x = values."), ("print(undefined_na", None)):
+        ctx = _cursor_ctx(before, "")
+        p = b.build(ctx, 16)
+        ids = tok(before, add_special_tokens=False)["input_ids"]
+        last = _text(tok, ids[-1:])                            # the word's last token, and the
+        assert p.owed.endswith(last) and not p.owed[: -len(last)].strip()   # space before it
+        assert _text(tok, p.ids) == before[: len(before) - len(p.owed)]
+        assert prompt_end is None or _text(tok, p.ids).endswith(prompt_end)
+        row = ctx.continued(p.owed)
+        assert row.before + p.owed == before
+        assert ctx.insertion(row, p.owed + "xyz") == "xyz"      # what is shown starts at the cursor
+    # after whitespace, or with healing off, the prompt is the text as is
+    assert b.build(_cursor_ctx("return s ", ""), 16).owed == " "
+    q = PromptBuilder(tok, 1024, PromptConfig(heal=False)).build(_cursor_ctx("return s", ""), 16)
+    assert q.owed == "" and _text(tok, q.ids) == "return s"
+    # a text that is one token is not given back (the prompt would be empty)
+    assert b.build(_cursor_ctx("x", ""), 16).owed == ""
 
 
 def test_heal_mask_allows_exactly_the_tokens_that_agree(tiny_lm):

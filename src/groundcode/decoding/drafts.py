@@ -8,12 +8,12 @@ again — checking it costs one forward instead of one per token.
     verify(batch, row, i, events)                     # Batch.step: one ordinary step per draft token
     memory = Suggestions()                            # the scheduler's: recent rows' suggestions
     memory.add(row_ctx, tokens, text)                 #   a row ended (any reason but error)
-    ref = memory.reference(row_ctx)                   #   a new row: RowSpec(draft=ref) or None
+    ref = memory.reference(row_ctx, prompt.owed)      #   a new row: RowSpec(draft=ref) or None
 
 Where drafts come from, per row (greedy rows only: temperature 0, no replay policy):
   1. `RowSpec.draft`, a `Reference`: the previous suggestion at this place when the user typed
-     its start (`Suggestions.reference`: the new context's text before the cursor extends the
-     old one's by characters the old suggestion began with). Proposed wherever the row's text so
+     its start (`Suggestions.reference`: the new row's start plus the text it owes extends the
+     old row's start by characters the old suggestion began with). Proposed wherever the row's text so
      far is a start of the reference's text ending at one of its token boundaries: the model may
      write the typed part's remainder with other tokens (`et` after the typed `g` of `get`), and
      the reference's own tokens resume at the next shared boundary.
@@ -78,17 +78,22 @@ class Suggestions:
         if tokens and text:
             self._items.appendleft((str(ctx.path), ctx.before, tuple(tokens), text, tuple(ends)))
 
-    def reference(self, ctx) -> Reference | None:
-        """The newest suggestion that the new context's text before the cursor runs into: its
-        `before` + suggestion starts with the new `before`, which extends the old one (same
-        file; the text after the cursor is not compared: a draft is only a guess)."""
+    def reference(self, ctx, owed: str = "") -> Reference | None:
+        """The newest suggestion that the new row runs into: the old row's start + suggestion
+        (same file) starts with the new row's start + what it owes (`owed`: the text its prompt
+        gave back, which the row writes first — a cursor inside a word heals its last token), and
+        goes on beyond it. The rows may start at different places (a healed word starts its row
+        before the old row's start): the reference is the old text from the new row's start,
+        with the old tokens' ends shifted to match. The text after the cursor is not compared:
+        a draft is only a guess."""
+        new = ctx.before + owed
         for path, before, ids, text, ends in self._items:
-            if path != str(ctx.path) or not ctx.before.startswith(before):
+            if path != str(ctx.path):
                 continue
-            typed = ctx.before[len(before):]
-            if len(typed) < len(text) and text.startswith(typed):
-                t = len(typed)
-                return Reference(text[t:], ids, tuple(e - t for e in ends))
+            old = before + text
+            if len(new) < len(old) and old.startswith(new):
+                d = len(ctx.before) - len(before)      # < 0: the new row starts earlier
+                return Reference(old[len(ctx.before):], ids, tuple(e - d for e in ends))
         return None
 
 

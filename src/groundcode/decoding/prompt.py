@@ -16,6 +16,9 @@ healing: tokenizers merge a newline with the next line's indentation, or the ind
 the next word — SmolLM2 writes "\n" + 7 spaces then " return"; a prompt ending in a bare
 newline or in spaces makes the model continue from a split it never saw in training. The model
 picks the tokens itself under a mask that keeps the removed text; one rule for every tokenizer).
+A prefix that ends inside a word (the cursor mid-name, as at most keystrokes in an editor) gives
+back its last token the same way: `return s` prompted as is makes the model write `s` as a
+whole name (`s.latest_update()`); healed, it picks ` self` under the mask.
 Budget: the window minus `max_new_tokens` (at most `max_prompt_tokens` if set); blocks get at most `block_tokens` (whole blocks, in
 the order given), the FIM suffix at most `suffix_tokens` (cut at a line end), the prefix the
 rest (its oldest lines dropped first). The analyzer never sees any of this: guides read the
@@ -74,6 +77,10 @@ class Prompt:
     truncated: bool = False    # the prefix lost its oldest lines to the window
 
 
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
 class PromptBuilder:
     def __init__(self, tokenizer, context_length: int, config: PromptConfig | None = None,
                  fim_trained: bool | None = None):
@@ -103,6 +110,18 @@ class PromptBuilder:
             return list(enc["input_ids"]), list(enc["offset_mapping"])
         except (NotImplementedError, ValueError):   # slow tokenizers have no offsets
             return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]), None
+
+    def _last_token_start(self, text: str) -> int:
+        """Where the token that ends `text` starts (the end of the one before it), tokenized as
+        the prompt is: a cursor inside a word gives that token back, so the model picks how
+        the word goes on (`return s` → ` self`, not `s` then `.`). Only the last line is
+        encoded (a token never spans a line and the text before it); len(text): unknown (a
+        slow tokenizer without offsets), and no more than that line is given back."""
+        j = text.rfind("\n") + 1
+        ids, offs = self._enc(text[j:])
+        if not offs or (len(offs) < 2 and j == 0):
+            return len(text)
+        return j + offs[-2][1] if len(offs) >= 2 else j
 
     TAIL_STEP = 128     # the prefix's start moves in steps of this many tokens (see _tail)
 
@@ -144,6 +163,8 @@ class PromptBuilder:
             budget = min(budget, max(16, cfg.max_prompt_tokens))
         text = ctx.before + getattr(ctx, "lead", "")
         prefix = text.rstrip() if cfg.heal else text
+        if cfg.heal and prefix == text and text and _word_char(text[-1]):
+            prefix = text[: self._last_token_start(text)].rstrip()   # never ending in a space either
         owed = text[len(prefix):]
         fim = self.use_fim(ctx)
         used = 3 if fim else 0

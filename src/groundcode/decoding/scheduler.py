@@ -268,7 +268,7 @@ class Scheduler:
                                                     tuple(req.stop), grounded))
                 if req.logit_bias and not job.warm:
                     guides.insert(0, LogitBias(req.logit_bias))
-                draft = self.suggestions.reference(row_ctx) if self.drafter is not None else None
+                draft = self.suggestions.reference(row_ctx, prompt.owed) if self.drafter is not None else None
                 spec = RowSpec(prompt.ids, row_ctx, guides, req.sampling.seed + j, id=(job, j),
                                stop_ids=prompt.stop_ids, draft=draft)
                 r = self.engine.row(spec, req.sampling, len(self.batch.rows) + j)
