@@ -132,3 +132,29 @@ def test_prewarm_asks_self_annotated_parameters_and_imported_names_as_body_state
         lines = at.code.splitlines()
         assert lines[at.line - 1] == f"        {receiver}." and at.column == len(lines[at.line - 1])
         assert lines[at.line - 2].strip() == ('"""Doc."""' if kind == "function" else "x = os.path")
+
+
+@pytest.mark.parametrize("typed,heal", [("r", True), ("reg", True), ("reg", False)])
+def test_a_cursor_inside_a_member_name_completes_a_member_from_the_cursor(tiny_lm, shop_repo, typed, heal):
+    # `self.reg|`: the prompt gives the word's last token back (token healing), the row
+    # re-writes it under the heal mask, and the name it goes on with is grounded like any other:
+    # a model that would write the non-member `registri` is redone as `registry`, and what is
+    # shown starts at the cursor. The redo keeps the part of the name typed before the row's
+    # start (regression: it was dropped, and `self.re` + `registry` came out).
+    from groundcode.config import PromptConfig
+    from groundcode.session import Request, Session
+    cart = shop_repo / "shop" / "cart.py"
+    ctx = cursor_context(cart, 11, 13 + len(typed), shop_repo)
+    assert ctx.before.endswith("self." + typed)
+    pconf = PromptConfig(heal=heal)
+    with _scripted(tiny_lm, "") as probe:
+        owed = probe.prompt_builder(pconf).build(ctx, 16).owed
+    assert (owed and typed.endswith(owed.lstrip("."))) if heal else owed == "", owed
+    row_start = ctx.continued(owed).before
+    with _scripted(tiny_lm, (ctx.before + "istri.register(item)\n")[len(row_start):]) as gen, \
+            Session(gen) as sess:
+        out = sess.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=16),
+                                  prompt=pconf)).result(60)[0]
+    t = out.triggers[0]
+    assert t.receiver == "self" and not t.failed_open and t.chosen == "registry", t
+    assert out.completion.startswith("registry"[len(typed):] + "."), out.completion

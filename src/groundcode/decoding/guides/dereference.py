@@ -205,12 +205,14 @@ class DereferenceMonitor(Guide):
         p = self.prefix
         m = re.search(r"\.([A-Za-z_]\w*)?$", p)
         self._hold = len(m.group(1) or "") if m else 0
+        self._cursor = (None, "")                 # (the cursor's trigger, the name typed before it)
         asked = None
         if m and self.lexer.dot_is_code(p, m.start()):
             asked = receiver_before(p, m.start())
             if self._analyze(row, "") is not None:
                 self._start(row, 0, ".", 0)
                 self._cursor_name(row, m.group(1) or "")
+                self._cursor = (self.record, m.group(1) or "")
         self._hold = 0
         self._prefetch(asked)
         self._snap_cache = None
@@ -261,7 +263,8 @@ class DereferenceMonitor(Guide):
             row.triggers.append(rec)              # a merged-dot trigger: its token is redone
         rec.rolled_back = True
         rec.chosen = None
-        nar.need, nar.typed = need, ""
+        # a redo at the cursor's trigger keeps what the user typed of the name (`self.re|`)
+        nar.need, nar.typed = need, self._cursor[1] if rec is self._cursor[0] else ""
         self.nar, self.record = nar, rec
         self.checkpoint, self.rollback_need = proposal.length, need
         self.late = tuple(e for e in self.late if e[3] < proposal.length)
