@@ -20,7 +20,12 @@ fresh session that serves the c request and then the c+1 one (measured), so the 
 caches and the scheduler thread are equally warm: cold differs only in reusing nothing (no
 prefix cache, no drafts). Each site is measured `--repeats` times (median per site); ratios
 are given over all sites, the real files' sites (~1,000-token prompts) and the fixture's
-(30-77 tokens, where prefill is a small part of a request).
+(30-77 tokens, where prefill is a small part of a request). The reuse mode is the session as
+`groundcode serve` and the LSP run it: drafts and lookahead (after a suggestion, rows with
+other first characters run on idle time: decoding/scheduler.py). The test runs twice: the c+1
+request sent the moment the c result is in (`next_keystroke`: no idle time, so lookahead can
+only cost), and `--debounce-ms` (350: Continue's debounce) after it (`next_keystroke_debounced`:
+what a client sends after a keystroke; every mode waits the same).
 `--keystroke-only` runs just that part.
 Prompts are capped at `--max-prompt-tokens` (1,024: what Continue sends) so that a CPU run ends;
 the keystroke sites are the fixture's and (when built) standing dereference tasks' real files,
@@ -133,10 +138,12 @@ def level(gen, ctxs, n: int, max_new: int) -> dict:
     return out
 
 
-def keystroke(gen, sites, max_new: int, repeats: int = 3) -> dict:
+def keystroke(gen, sites, max_new: int, repeats: int = 3, gap_ms: float = 0.0) -> dict:
     from groundcode.api import cursor_context
     from groundcode.config import SamplingConfig
+    from groundcode.server.options import ServeOptions
     from groundcode.session import Session
+    lookahead = ServeOptions().lookahead          # what `groundcode serve` and the LSP ship
     s = SamplingConfig(max_new_tokens=max_new)
     med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
     rows = []
@@ -149,9 +156,10 @@ def keystroke(gen, sites, max_new: int, repeats: int = 3) -> dict:
             # (measured): the same history (analysis caches, the scheduler thread's warm-up),
             # differing only in what is reused. cold: no prefix cache, no drafts.
             for mode, kw in (("cold", {"prefix_cache_bytes": 0, "drafts": False}),
-                             ("reuse_no_drafts", {"drafts": False}), ("reuse", {})):
+                             ("reuse_no_drafts", {"drafts": False}), ("reuse", {"lookahead": lookahead})):
                 sess = Session(gen, **kw)
                 sess.submit(gen.request(a, s)).result(600)
+                time.sleep(gap_ms / 1000)         # the client's debounce after the keystroke
                 runs[mode].append(sess.submit(gen.request(b, s)).result(600)[0])
                 sess.close()
         gc_, gw, gp = runs["cold"][-1], runs["reuse"][-1], runs["reuse_no_drafts"][-1]
@@ -167,7 +175,7 @@ def keystroke(gen, sites, max_new: int, repeats: int = 3) -> dict:
 
     def ratio(key, base="cold_ms", which=None):
         return med([r[key] / r[base] for r in rows if r[base] and (which is None or r["fixture"] == which)])
-    return {"sites": rows, "repeats": repeats,
+    return {"sites": rows, "repeats": repeats, "gap_ms": gap_ms, "lookahead": lookahead,
             "median_latency_ratio": ratio("reuse_ms"),
             "median_latency_ratio_no_drafts": ratio("reuse_no_drafts_ms"),
             "median_latency_ratio_real_files": ratio("reuse_ms", which=False),
@@ -185,6 +193,9 @@ def main() -> None:
     ap.add_argument("--max-prompt-tokens", type=int, default=1024)
     ap.add_argument("--keystroke-new-tokens", type=int, default=16, help="new tokens in the keystroke test (a line)")
     ap.add_argument("--repeats", type=int, default=3, help="keystroke measurements per site (median)")
+    ap.add_argument("--debounce-ms", type=float, default=350.0,
+                    help="the keystroke test again with the c+1 request sent this long after the c "
+                         "result (a client's debounce: Continue's 350 ms); 0: only back to back")
     ap.add_argument("--quick", action="store_true", help="levels 1,4; 8 new tokens; fixture contexts only")
     ap.add_argument("--keystroke-only", action="store_true",
                     help="only the next-keystroke part (no load levels, no warm-up of their contexts)")
@@ -225,8 +236,11 @@ def main() -> None:
                   "load_avg": round(os.getloadavg()[0], 2), "levels": []}
         for n in levels:
             result["levels"].append(level(gen, ctxs, n, args.max_new_tokens))
-        result["next_keystroke"] = keystroke(gen, sites[:2] if args.quick else sites,
-                                             args.keystroke_new_tokens, 1 if args.quick else args.repeats)
+        ks_sites, reps = (sites[:2], 1) if args.quick else (sites, args.repeats)
+        result["next_keystroke"] = keystroke(gen, ks_sites, args.keystroke_new_tokens, reps)
+        if args.debounce_ms > 0:
+            result["next_keystroke_debounced"] = keystroke(gen, ks_sites, args.keystroke_new_tokens, reps,
+                                                           args.debounce_ms)
         result["wall_s"] = round(time.perf_counter() - t0, 1)
         result["load_avg_end"] = round(os.getloadavg()[0], 2)
         result["rss_mb_end"] = rss_mb()
@@ -243,11 +257,14 @@ def main() -> None:
                   f"{sq['p50_ms']}/{cc['p50_ms']}", f"{sq['p95_ms']}/{cc['p95_ms']}",
                   str(sq["errors"] + cc["errors"]), f"{lv['rss_mb_before']}→{lv['rss_mb_after']}")
     Console().print(t)
-    ks = result["next_keystroke"]
-    Console().print(f"next keystroke with prefix reuse / cold: median latency ratio "
-                    f"{ks['median_latency_ratio']} (real files {ks['median_latency_ratio_real_files']}, "
-                    f"fixture {ks['median_latency_ratio_fixture']}), prefill ratio {ks['median_prefill_ratio']} "
-                    f"→ {args.out}")
+    for key, label in (("next_keystroke", "back to back"), ("next_keystroke_debounced", "after the debounce")):
+        ks = result.get(key)
+        if ks:
+            Console().print(f"next keystroke ({label}, {ks['gap_ms']:g} ms) with reuse / cold: median latency "
+                            f"ratio {ks['median_latency_ratio']} (real files {ks['median_latency_ratio_real_files']}, "
+                            f"fixture {ks['median_latency_ratio_fixture']}), without drafts "
+                            f"{ks['median_latency_ratio_no_drafts']}, prefill ratio {ks['median_prefill_ratio']}")
+    print(f"→ {args.out}")
 
 
 if __name__ == "__main__":

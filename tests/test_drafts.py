@@ -258,3 +258,71 @@ def test_a_cancelled_drafted_request_keeps_only_verified_text_and_still_drafts_t
         with Session(gen, prefix_cache_bytes=0, drafts=False) as cold:
             want = cold.submit(Request(prompt_text=PROMPTS[0] + typed, sampling=s)).result(60)[0]
     assert b.completion == want.completion and b.draft_accepted > 0
+
+
+# -- lookahead: the model's next choices on idle time ----------------------------------------------
+def _idle(sess, timeout=30.0):
+    import time
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        st = sess.stats
+        if not st["rows"] and not st["waiting"] and not st["lookahead"]["queued"] \
+                and not st["lookahead"]["running"]:
+            return st
+        time.sleep(0.01)
+    raise AssertionError(f"the session did not go idle: {sess.stats}")
+
+
+def test_another_start_bans_the_characters_at_the_cursor_only(tiny_lm):
+    import torch
+    from groundcode.decoding.guides.another_start import AnotherStart
+    from groundcode.decoding.guides.base import RowView
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    g = AnotherStart(2, "ab")                      # the row owes 2 characters, then the cursor
+    for written, p in (("", 2), ("x", 1), ("xy", 0)):
+        scores = torch.zeros(vocab.size)
+        g.logits(RowView(index=0, context=None, vocab=vocab, text=written), scores)
+        banned = {i for i in range(vocab.size) if scores[i] == float("-inf")}
+        assert banned == {i for i, t in enumerate(vocab.texts) if len(t) > p and t[p] in "ab"}, written
+        assert banned                              # the tiny vocabulary has such tokens
+    scores = torch.zeros(vocab.size)
+    g.logits(RowView(index=0, context=None, vocab=vocab, text="xyz"), scores)   # past the cursor
+    assert not torch.isinf(scores).any()
+
+
+def test_lookahead_on_idle_time_drafts_a_keystroke_that_types_another_start(tiny_lm):
+    s = SamplingConfig(max_new_tokens=12)
+    prompt = PROMPTS[1]                            # ends in "(": nothing is owed
+    with _gen(tiny_lm) as gen, Session(gen, lookahead=2) as sess:
+        first = sess.submit(Request(prompt_text=prompt, sampling=s)).result(60)[0]
+        st = _idle(sess)
+        assert st["lookahead"]["started"] == 2 and first.completion
+        texts = [it[3] for it in sess._sched.suggestions._items]
+        assert texts[-1] == first.completion       # the suggestion, then the two lookahead rows'
+        starts = [t[0] for t in texts]
+        assert len(texts) == 3 and len(set(starts)) == 3, texts   # each starts otherwise
+        typed = texts[0][0]                        # the user types the last lookahead's start
+        warm = sess.submit(Request(prompt_text=prompt + typed, sampling=s)).result(60)[0]
+        assert _idle(sess)["lookahead"]["started"] == 4
+    with _gen(tiny_lm) as gen, Session(gen, prefix_cache_bytes=0, drafts=False) as cold:
+        want = cold.submit(Request(prompt_text=prompt + typed, sampling=s)).result(60)[0]
+    assert warm.completion == want.completion       # the same text as without any of it
+    assert len(texts[0]) > 2 and warm.drafted > 0 and warm.draft_accepted > 0, (texts, warm)
+
+
+def test_a_request_ends_the_lookahead_at_once_and_is_served_as_cold(tiny_lm):
+    long, s = SamplingConfig(max_new_tokens=12), SamplingConfig(max_new_tokens=16)
+    with _gen(tiny_lm) as gen, Session(gen, lookahead=2) as sess:
+        for _ in range(3):
+            sess.submit(Request(prompt_text=PROMPTS[1], sampling=long)).result(60)
+            # arrives while the lookahead rows are queued or running: they give way
+            got = sess.submit(Request(prompt_text=PROMPTS[2], sampling=s)).result(60)[0]
+        st = _idle(sess)["lookahead"]
+        assert st["preempted"] + st["dropped"] >= 3, st
+        # sampled requests look nothing ahead
+        sess.submit(Request(prompt_text=PROMPTS[1], sampling=SamplingConfig(
+            max_new_tokens=4, temperature=0.8), n=2)).result(60)
+        assert _idle(sess)["lookahead"]["started"] == st["started"]
+    with _gen(tiny_lm) as gen, Session(gen, prefix_cache_bytes=0, drafts=False) as cold:
+        want = cold.submit(Request(prompt_text=PROMPTS[2], sampling=s)).result(60)[0]
+    assert got.completion == want.completion

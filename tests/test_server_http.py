@@ -113,6 +113,10 @@ def test_code_completion_on_unsaved_buffer_chooses_a_member_of_cart(client, ws):
     assert d["completion"].startswith(first["chosen"])
     assert set(d["timings"]) >= {"admission_ms", "server_ms"}
     assert _tree_hash(ws) == before          # the unsaved buffer never reached the disk
+    # the server's session looks ahead on idle time (other first members, as drafts for the
+    # next keystroke): /health counts it
+    la = client.get("/health").json()["lookahead"]
+    assert la["started"] + la["dropped"] >= 1, la
 
 
 def test_code_completion_streams_text_triggers_and_done(client, ws):

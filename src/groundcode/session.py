@@ -181,14 +181,18 @@ class Session:
     of up to `max_rows` rows, a prefix cache of `prefix_cache_bytes` (LRU)."""
 
     def __init__(self, generator, max_rows: int | None = None, prefix_cache_bytes: int = 512 << 20,
-                 prefill_chunk: int | None = None, drafts=True):
+                 prefill_chunk: int | None = None, drafts=True, lookahead: int = 0):
         """`drafts`: greedy rows verify draft tokens (the last suggestion where the user typed
         its start) in one forward (decoding/drafts.py); the same tokens. Prompt lookup drafts
         stay off here: a rejected draft costs a wider forward, and on CPU their net effect
         under load has not been measured (`drafts=Drafter()` turns them on; `drafts` may be a
         decoding.drafts.Drafter, True for the default one, or False for none).
         `prefill_chunk`: prompt tokens per prefill forward (default engine.PREFILL_CHUNK, 1,024);
-        a cancel or the running rows' next step waits for the chunk under way."""
+        a cancel or the running rows' next step waits for the chunk under way.
+        `lookahead`: after a greedy cursor suggestion, up to this many more rows run on idle time
+        with other first characters at the cursor, as drafts for a keystroke that types one of
+        them (decoding/scheduler.py); a request that arrives ends them at once. Needs drafts and
+        the prefix cache. 0 (the default) for batch work; editor servers use 2."""
         drafter = None
         if getattr(getattr(generator, "engine", None), "remote", False):
             from .decoding.remote import RemoteScheduler as Scheduler   # the model is a server
@@ -199,7 +203,7 @@ class Session:
         self.generator = generator
         self._sched = Scheduler(generator, max_rows=max_rows or getattr(generator, "batch_rows", 16),
                                 prefix_cache_bytes=prefix_cache_bytes, prefill_chunk=prefill_chunk,
-                                drafter=drafter)
+                                drafter=drafter, lookahead=lookahead)
         shared = getattr(generator, "_shared", None)
         if shared is not None:          # the generator's own run()/stream() use this session too
             with shared["lock"]:

@@ -12,6 +12,14 @@ Each turn of the loop:
   5. evict     finished rows leave and their KV columns are freed (engine.Batch.evict)
   6. feed      one forward for the rows that go on
 
+Lookahead (`lookahead=k`, editor servers): when a cursor suggestion is done and no request is
+waiting or running, up to k more rows of the same request run on idle time, each banned from
+starting (at the cursor) with a character a suggestion there already starts with
+(guides/another_start.py), so the model's next choices are at hand: a keystroke that types the
+start of one finds it as its draft (decoding/drafts.py) and verifies it in one forward. Any
+request that arrives ends every lookahead row at once (what they wrote so far is kept as a
+suggestion); a lookahead row never delays a request by more than the forward under way.
+
 Isolation: a guide that raises ends its row ("error"): the request's stream gets one "error"
 update and its other samples are cancelled; other requests go on. A failing forward pass fails
 the requests in the batch, not the session.
@@ -54,6 +62,14 @@ def _one_line(exc: BaseException) -> str:
         f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
 
 
+class _Ahead:
+    """A lookahead job's brief: the characters its row may not start with at the cursor, and how
+    many more lookahead rows may follow it."""
+
+    def __init__(self, chars: frozenset, left: int):
+        self.chars, self.left, self.spawned = chars, left, False
+
+
 class _Job:
     """One request in the scheduler: its stream, prompt, rows and the text streamed so far."""
 
@@ -61,6 +77,7 @@ class _Job:
         self.stream = stream
         self.request = stream.request
         self.warm = getattr(stream, "warm_only", False)
+        self.ahead: _Ahead | None = getattr(stream, "ahead", None)   # a lookahead job
         d = self.request.deadline_s
         self.deadline = None if d is None else stream.submitted + d
         self.rows: list = []
@@ -78,7 +95,7 @@ class _Job:
 
 class Scheduler:
     def __init__(self, generator, max_rows: int = 16, prefix_cache_bytes: int = 512 << 20,
-                 prefill_chunk: int | None = None, drafter: Drafter | None = None):
+                 prefill_chunk: int | None = None, drafter: Drafter | None = None, lookahead: int = 0):
         self.gen = generator
         self.engine = generator.engine
         self.max_rows = max(1, int(max_rows))
@@ -86,6 +103,10 @@ class Scheduler:
         self.prefix_cache = PrefixCache(prefix_cache_bytes)
         self.drafter = drafter                # None: greedy rows decode one token per forward
         self.suggestions = Suggestions()      # the last suggestions: drafts for the next keystroke
+        self.lookahead = max(0, int(lookahead)) if drafter is not None and prefix_cache_bytes > 0 else 0
+        self._ahead: deque = deque(maxlen=4)  # lookahead jobs not yet admitted (newest kept)
+        self._ahead_live: list = []           # lookahead jobs admitted and not yet ended
+        self.ahead_counts = {"started": 0, "preempted": 0, "dropped": 0}
         self.batch = self._new_batch()
         self._q: queue.Queue = queue.Queue()
         self._waiting: deque = deque()
@@ -111,7 +132,9 @@ class Scheduler:
     def stats(self) -> dict:
         return {"rows": len(self.batch.rows), "waiting": self._q.qsize() + len(self._waiting),
                 "columns": self.batch.columns, "kv_bytes": self.batch.nbytes,
-                "prefix_cache": self.prefix_cache.stats()}
+                "prefix_cache": self.prefix_cache.stats(),
+                "lookahead": dict(self.ahead_counts, queued=len(self._ahead),
+                                  running=sum(not j.stream.closed for j in self._ahead_live))}
 
     def close(self) -> None:
         self._closing = True
@@ -130,26 +153,34 @@ class Scheduler:
 
     def _turn(self) -> bool:
         # -- 1. intake ----------------------------------------------------------------------------
-        idle = not self.batch.rows and not self._waiting and self._prefilling is None
+        idle = not self.batch.rows and not self._waiting and self._prefilling is None and not self._ahead
+        arrived = False
         try:
             item = self._q.get(block=idle)
             while True:
                 if item is None:
                     return False
                 self._waiting.append(_Job(item))
+                arrived = True
                 item = self._q.get_nowait()
         except queue.Empty:
             pass
+        if arrived and (self._ahead or self._ahead_live):
+            self._preempt()
         # -- 2. sweep -----------------------------------------------------------------------------
         now = time.perf_counter()
         for job in [j for j in self._waiting if j.stream.cancelled.is_set() or j.expired(now)]:
             self._waiting.remove(job)
             self._end_unstarted(job, "deadline" if job.expired(now) else "cancelled")
+        swept = False
         for r in list(self.batch.rows):
             job = r.job
             if r.live and (job.stream.cancelled.is_set() or job.failed or job.expired(now)):
                 r.view.cancelled.set()
                 self._route(job, [self.batch.cancel(r, "deadline" if job.expired(now) else "cancelled")])
+                swept = True
+        if swept:
+            self.batch.evict()                # their cache leaves before a new prompt merges in
         # -- 3. admit -----------------------------------------------------------------------------
         self._admit()
         # -- 4. step, 5. evict, 6. feed -------------------------------------------------------------
@@ -179,13 +210,29 @@ class Scheduler:
             self._route(job, evs)
 
     # -- admission ----------------------------------------------------------------------------
+    def _preempt(self) -> None:
+        """A request arrived: every lookahead job ends (in this turn's sweep) or is dropped."""
+        self.ahead_counts["dropped"] += len(self._ahead)
+        self._ahead.clear()
+        for job in self._ahead_live:
+            if not job.stream.closed:
+                self.ahead_counts["preempted"] += 1
+                job.stream.cancel()
+        self._ahead_live = []
+
     def _admit(self) -> None:
         budget = 1 if self.batch.rows else None       # prefill chunks this turn (None: no limit)
         while True:
             job = self._prefilling
             if job is None:
                 if not self._waiting:
-                    return
+                    # idle time (no request waiting or running): the next lookahead job
+                    if not self._ahead or any(r.job.ahead is None for r in self.batch.rows):
+                        return
+                    nxt = self._ahead.popleft()
+                    self._ahead_live = [j for j in self._ahead_live if not j.stream.closed] + [nxt]
+                    self.ahead_counts["started"] += 1
+                    self._waiting.append(nxt)
                 nxt = self._waiting[0]
                 if self.batch.rows and len(self.batch.rows) + (0 if nxt.warm else nxt.request.n) > self.max_rows:
                     return                            # no room: wait for rows to leave
@@ -224,8 +271,8 @@ class Scheduler:
         """Prompt and rows of a request; False (its stream ended with an error) when that fails."""
         from dataclasses import replace
 
-        from ..config import PromptConfig
         from ..context import CodeContext
+        from .guides.another_start import AnotherStart
         from .guides.logit_bias import LogitBias
         from .guides.registry import GuideSpec, build, default_names
         from .guides.stop_strings import StopStrings
@@ -268,6 +315,8 @@ class Scheduler:
                                                     tuple(req.stop), grounded))
                 if req.logit_bias and not job.warm:
                     guides.insert(0, LogitBias(req.logit_bias))
+                if job.ahead is not None:
+                    guides.insert(0, AnotherStart(len(prompt.owed), job.ahead.chars))
                 draft = self.suggestions.reference(row_ctx, prompt.owed) if self.drafter is not None else None
                 spec = RowSpec(prompt.ids, row_ctx, guides, req.sampling.seed + j, id=(job, j),
                                stop_ids=prompt.stop_ids, draft=draft)
@@ -303,6 +352,9 @@ class Scheduler:
             if ev.kind == TOKEN:
                 if job.t_first is None:
                     job.t_first = time.perf_counter()
+                if job.ahead is not None and not job.ahead.spawned:
+                    self._look_ahead(job, job.rows[j].view.text)   # the next one, once this one's
+                                                                   # start is known
             elif ev.kind == FINAL:
                 job.final_text[j] += ev.text
                 shown = job.ctx.insertion(job.row_ctx, job.final_text[j])
@@ -318,6 +370,8 @@ class Scheduler:
                 if o.finish_reason != "error" and self.drafter is not None:
                     v = job.rows[j].view        # its raw tokens: the next keystroke's draft
                     self.suggestions.add(job.row_ctx, v.tokens, v.text, v.ends)
+                    if job.ahead is None and o.finish_reason not in ("cancelled", "deadline"):
+                        self._look_ahead(job, v.text)
                 if job.t_first is None and o.tokens:
                     job.t_first = time.perf_counter()
                 if o.finish_reason == "error":
@@ -338,6 +392,24 @@ class Scheduler:
                     if id(t) not in final:
                         s._push(Update(TRIGGER, sample=j, trigger=t))
                 s._push(Update(DONE, sample=j, result=g))
+
+    def _look_ahead(self, job: _Job, text: str) -> None:
+        """Queue the next lookahead job after a suggestion (or a lookahead row) whose text at the
+        cursor is known: same request, one more character it may not start with."""
+        req, a = job.request, job.ahead
+        at = len(job.prompt.owed) if job.prompt is not None else 0
+        if len(text) <= at:
+            return                          # not past the cursor yet (or an empty suggestion)
+        if a is not None:
+            a.spawned = True
+        left = self.lookahead if a is None else a.left - 1
+        if left <= 0 or job.warm or req.n != 1 or req.sampling.temperature > 0 or req.prompt_ids is not None \
+                or req.logit_bias or job.ctx is None or getattr(job.ctx, "kind", "") != "cursor":
+            return
+        from ..session import Stream
+        stream = Stream(req, 1)
+        stream.ahead = _Ahead((a.chars if a is not None else frozenset()) | {text[at]}, left)
+        self._ahead.append(_Job(stream))
 
     def _generation(self, job: _Job, o, reason: str):
         from ..api import Generation

@@ -56,6 +56,9 @@ def serve_cmd(
                                         "(default: bfloat16 on a CPU with AVX512-BF16/AMX, else "
                                         "float32; bfloat16 on CUDA)"),
     no_prewarm: bool = typer.Option(False, "--no-prewarm", help="do not prewarm the analyzers"),
+    lookahead: int = typer.Option(2, "--lookahead", help="after a cursor suggestion, this many "
+                                  "rows with other first characters run while the server is "
+                                  "idle: drafts for the next keystroke (0: off)"),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn's log level"),
 ) -> None:
     """Serve completions over HTTP: OpenAI /v1/completions, llama.cpp /infill and the
@@ -73,11 +76,14 @@ def serve_cmd(
     from .service import Service
     if not 0 < port < 65536:
         raise GroundcodeError(f"--port must be in 1..65535, got {port}")
+    if lookahead < 0:
+        raise GroundcodeError(f"--lookahead must be >= 0, got {lookahead}")
     opts = ServeOptions(workspaces=list(workspace), model=model, api_key=api_key or None,
                         max_concurrency=max_concurrency, queue=queue, deadline_s=deadline,
                         max_body_bytes=max_body, max_tokens_cap=max_tokens, device=device,
                         dtype=dtype, analysis_deadline_s=analysis_deadline,
-                        prewarm=not no_prewarm, remote_model=remote_model, tokenizer=tokenizer,
+                        prewarm=not no_prewarm, lookahead=lookahead, remote_model=remote_model,
+                        tokenizer=tokenizer,
                         remote_constraint=remote_constraint)
     with err.status("loading model…", spinner="dots"):
         service = Service(opts)

@@ -33,6 +33,9 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
                                                   "installed libraries the analyzer sees (default: "
                                                   "the workspace's .venv, else this one)"),
             no_monitor: bool = typer.Option(False, "--no-monitor", help="plain decoding (no grounding)"),
+            lookahead: int = typer.Option(2, "--lookahead", help="after a suggestion, this many rows "
+                                          "with other first characters run while idle: drafts for "
+                                          "the next keystroke (0: off)"),
             log_level: str = typer.Option("WARNING", "--log-level", help="stderr logging")) -> None:
     """Serve completions to an editor over the Language Server Protocol (stdio)."""
     from ..cli import _quiet_libraries, error
@@ -44,7 +47,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             raise GroundcodeError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
         logging.basicConfig(level=level, format="groundcode-lsp %(levelname)s %(message)s")
         completer, serve_stdio = _prepare(model, workspace, device, dtype, max_new_tokens, stop,
-                                          debounce_ms, deadline, python, no_monitor)
+                                          debounce_ms, deadline, python, no_monitor, lookahead)
     except GroundcodeError as exc:
         error(str(exc))
         raise typer.Exit(2)
@@ -52,7 +55,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
 
 
 def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms, deadline, python,
-             no_monitor):
+             no_monitor, lookahead: int = 2):
     """Check the flags (one-line errors) and start loading the model: (Completer, serve)."""
     from ..config import MonitorConfig
     from ..errors import GroundcodeError
@@ -62,6 +65,8 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         raise GroundcodeError(f"--deadline must be > 0 seconds, got {deadline}")
     if debounce_ms < 0:
         raise GroundcodeError(f"--debounce-ms must be >= 0, got {debounce_ms}")
+    if lookahead < 0:
+        raise GroundcodeError(f"--lookahead must be >= 0, got {lookahead}")
     if stop not in ("auto", "line", "statement", "block"):
         raise GroundcodeError(f"--stop must be auto, line, statement or block, got {stop!r}")
     for w in workspace:
@@ -76,8 +81,11 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
     def load():
         from ..api import Generator
         from ..models.load import serving_dtype
-        return Generator(model, MonitorConfig(enabled=not no_monitor), device=device,
-                         dtype=serving_dtype(dtype, device))
+        from ..session import Session
+        gen = Generator(model, MonitorConfig(enabled=not no_monitor), device=device,
+                        dtype=serving_dtype(dtype, device))
+        Session(gen, lookahead=lookahead)     # the generator's session: the editor's
+        return gen
 
     completer = Completer(load, workspace, max_new_tokens=max_new_tokens, debounce_s=debounce_ms / 1000,
                           deadline_s=deadline, stop=stop, python=python)

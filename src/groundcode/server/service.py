@@ -86,6 +86,12 @@ class Service:
             generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s),
                                   device=opts.device, dtype=dtype, **remote)
         self.gen = generator
+        if opts.lookahead < 0:
+            raise GroundcodeError(f"--lookahead must be >= 0, got {opts.lookahead}")
+        shared = getattr(self.gen, "_shared", None)
+        if shared is not None and "session" not in shared:     # an editor server's session
+            from ..session import Session
+            Session(self.gen, lookahead=opts.lookahead)         # (becomes the generator's)
         self.session = self.gen.session        # shared with anything else using this generator
         self.workspace = None
         if self.roots:
