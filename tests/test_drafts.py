@@ -93,6 +93,11 @@ def test_suggestions_answer_a_keystroke_that_types_the_start_of_one():
     mem.add(SimpleNamespace(path="a.py", before="y = a."), [21, 22], "put(1)", [3, 6])
     assert mem.reference(SimpleNamespace(path="a.py", before="y = a."), "pu") == \
         Reference("put(1)", (21, 22), (3, 6))
+    # a lookahead row's suggestion answers a keystroke past the cursor, not the same place
+    mem.add(SimpleNamespace(path="a.py", before="y = a."), [23], "pop()", [5], typed_from=len("y = a.") + 1)
+    assert mem.reference(SimpleNamespace(path="a.py", before="y = a."), "po") == Reference("pop()", (23,), (5,))
+    assert mem.reference(SimpleNamespace(path="a.py", before="y = a."), "") == \
+        Reference("put(1)", (21, 22), (3, 6))          # the suggestion itself, not the lookahead's
 
 
 def test_prompt_lookup_proposes_what_followed_the_last_ngram(tiny_lm):
@@ -298,6 +303,7 @@ def test_lookahead_on_idle_time_drafts_a_keystroke_that_types_another_start(tiny
         st = _idle(sess)
         assert st["lookahead"]["started"] == 2 and first.completion
         texts = [it[3] for it in sess._sched.suggestions._items]
+        assert [it[5] > 0 for it in sess._sched.suggestions._items] == [True, True, False]
         assert texts[-1] == first.completion       # the suggestion, then the two lookahead rows'
         starts = [t[0] for t in texts]
         assert len(texts) == 3 and len(set(starts)) == 3, texts   # each starts otherwise

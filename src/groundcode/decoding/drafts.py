@@ -74,9 +74,11 @@ class Suggestions:
     def __init__(self, size: int = 32):
         self._items: deque = deque(maxlen=size)
 
-    def add(self, ctx, tokens: list[int], text: str, ends: list[int]) -> None:
+    def add(self, ctx, tokens: list[int], text: str, ends: list[int], typed_from: int = 0) -> None:
+        """`typed_from` > 0: answer only a keystroke whose text reaches that long (a lookahead
+        row's suggestion is for one that typed past the cursor, not for the same place again)."""
         if tokens and text:
-            self._items.appendleft((str(ctx.path), ctx.before, tuple(tokens), text, tuple(ends)))
+            self._items.appendleft((str(ctx.path), ctx.before, tuple(tokens), text, tuple(ends), typed_from))
 
     def reference(self, ctx, owed: str = "") -> Reference | None:
         """The newest suggestion that the new row runs into: the old row's start + suggestion
@@ -87,8 +89,8 @@ class Suggestions:
         with the old tokens' ends shifted to match. The text after the cursor is not compared:
         a draft is only a guess."""
         new = ctx.before + owed
-        for path, before, ids, text, ends in self._items:
-            if path != str(ctx.path):
+        for path, before, ids, text, ends, typed_from in self._items:
+            if path != str(ctx.path) or len(new) < typed_from:
                 continue
             old = before + text
             if len(new) < len(old) and old.startswith(new):

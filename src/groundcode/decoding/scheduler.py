@@ -369,7 +369,9 @@ class Scheduler:
                 job.left -= 1
                 if o.finish_reason != "error" and self.drafter is not None:
                     v = job.rows[j].view        # its raw tokens: the next keystroke's draft
-                    self.suggestions.add(job.row_ctx, v.tokens, v.text, v.ends)
+                    cursor = len(job.row_ctx.before) + len(job.prompt.owed) if job.prompt is not None else 0
+                    self.suggestions.add(job.row_ctx, v.tokens, v.text, v.ends,
+                                         cursor + 1 if job.ahead is not None else 0)
                     if job.ahead is None and o.finish_reason not in ("cancelled", "deadline"):
                         self._look_ahead(job, v.text)
                 if job.t_first is None and o.tokens:
