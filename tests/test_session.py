@@ -12,6 +12,7 @@ import torch
 
 from groundcode.api import Generator, cursor_context, function_context
 from groundcode.config import MonitorConfig, PromptConfig, SamplingConfig
+from groundcode.context import CodeContext
 from groundcode.decoding.engine import Batch, Engine, RowSpec
 from groundcode.decoding.guides import registry
 from groundcode.decoding.guides.base import Guide, Rollback
@@ -320,3 +321,18 @@ def test_an_idle_session_gives_freed_memory_back(tiny_lm, monkeypatch):
         out = gen.session.submit(gen.request(None, SamplingConfig(max_new_tokens=4),
                                              prompt_text="def f():\n    return")).result(60)
     assert out[0].tokens >= 1 and calls
+
+
+def test_stop_strings_count_only_text_after_the_cursor(tiny_lm):
+    # Token healing gives back text before the cursor (`\n\n` + `re` at a new line after a blank
+    # one); the row re-writes it first. A stop string in it (`\n\n`, as completion clients send)
+    # used to end the row at once with an empty completion.
+    s = SamplingConfig(max_new_tokens=12)
+    with _gen(tiny_lm) as gen, Session(gen) as sess:
+        for prompt in ("x = 1\n\nre", "x = 1\n\n"):
+            free = sess.submit(Request(prompt_text=prompt, sampling=s)).result(60)[0]
+            cut = sess.submit(Request(prompt_text=prompt, sampling=s, stop=("\n\n",))).result(60)[0]
+            assert gen.prompt(CodeContext(path="<prompt>", repo=".", before=prompt, kind="cursor"),
+                              12).owed.startswith("\n\n")
+            assert free.completion and cut.completion == free.completion.split("\n\n")[0], (prompt, free, cut)
+            assert cut.tokens > 1

@@ -93,8 +93,9 @@ def generate(problems: list[Problem], out: Path, cfg: DS1000RunConfig, *, genera
         ctxs = [CodeContext(path=Path("ds1000") / q.task_id, repo=Path("ds1000"), before=text,
                             scope=q.task_id) for q, (text, _, _) in zip(chunk, built)]
         specs, row_ctxs = gen.specs(ctxs, sampling, cfg.samples, blocks=[b for _, b, _ in built])
-        for spec in specs:
-            spec.guides.append(StopStrings(STOP_STRINGS))
+        for spec in specs:              # (a stop string in what the prompt gave back does not count)
+            ci = spec.id[0]
+            spec.guides.append(StopStrings(STOP_STRINGS, skip=len(ctxs[ci].before) - len(row_ctxs[ci].before)))
         t0 = time.perf_counter()
         outs = {o.id: o for o in gen.engine.generate(specs, sampling)}
         dt = round(time.perf_counter() - t0, 3)

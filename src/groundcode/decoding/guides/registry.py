@@ -99,7 +99,7 @@ def _stop_at(s: GuideSpec):
 @register("stop_strings")
 def _stop_strings(s: GuideSpec):
     from .stop_strings import StopStrings
-    return StopStrings(s.stop) if any(s.stop) else None
+    return StopStrings(s.stop, skip=len(s.prompt.owed)) if any(s.stop) else None
 
 
 @register("repetition")

@@ -2,7 +2,9 @@
 
 Only the tail that a new token can complete is searched, so a step costs O(longest stop string).
 Text that may be the start of a stop string is held back from streams (`final_upto`): it is cut
-if the rest of the stop string follows.
+if the rest of the stop string follows. Only text after the cursor counts: `skip` is the length
+of what the row first re-writes for its prompt (token healing's owed text, such as the blank
+line before a word typed at a line start), which may itself hold a stop string (`\n\n`).
 Test: tests/test_ds1000.py (the generation path with the tiny model).
 """
 from __future__ import annotations
@@ -11,8 +13,9 @@ from .base import Guide, RowView, Stop
 
 
 class StopStrings(Guide):
-    def __init__(self, stops):
+    def __init__(self, stops, skip: int = 0):
         self.stops = tuple(s for s in stops if s)
+        self.skip = max(0, int(skip))
         self._longest = max((len(s) for s in self.stops), default=0)
 
     def reset(self, row: RowView) -> None:
@@ -31,7 +34,7 @@ class StopStrings(Guide):
         text = row.text
         if self._cut is not None:
             return self._cut
-        for k in range(min(self._longest - 1, len(text)), 0, -1):   # a stop string's start at the end
+        for k in range(min(self._longest - 1, len(text) - self.skip), 0, -1):   # a stop string's start at the end
             tail = text[-k:]
             if any(s.startswith(tail) for s in self.stops):
                 return len(text) - k
@@ -39,7 +42,7 @@ class StopStrings(Guide):
 
     def advance(self, row: RowView, token: int) -> int | None:
         text = row.text
-        start = max(0, self._seen - self._longest + 1)
+        start = max(self.skip, self._seen - self._longest + 1)
         hits = [i for i in (text.find(s, start) for s in self.stops) if i >= 0]
         if hits:
             self._cut = min(hits)
