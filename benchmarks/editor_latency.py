@@ -191,7 +191,9 @@ def run_function(gen, t: dict, args, out: dict) -> None:
     ws.open(ss[0]["file"], ss[0]["buffer"])            # didOpen
     ctx0 = ws.cursor(ss[0]["file"], ss[0]["line"], ss[0]["col"])
     gen.prewarm(ctx0)                                  # the analyzer's cold start, on open
-    sess = {"editor": Session(gen), "on": Session(gen), "off": Session(gen)}
+    la = args.lookahead                                # the servers' session: lookahead on
+    sess = {"editor": Session(gen, lookahead=la), "on": Session(gen, lookahead=la),
+            "off": Session(gen, lookahead=la)}
     try:
         t0 = time.perf_counter()
         # the warm-up on open: one unmeasured request of the first line's shape in each session
@@ -318,9 +320,14 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=48)
     ap.add_argument("--deadline", type=float, default=20.0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--lookahead", type=int, default=None,
+                    help="the sessions' lookahead (default: what groundcode serve and lsp run)")
     ap.add_argument("--quick", action="store_true", help="2 functions x 3 lines")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "editor_latency.json")
     args = ap.parse_args()
+    if args.lookahead is None:
+        from groundcode.server.options import ServeOptions
+        args.lookahead = ServeOptions().lookahead
     if args.quick:
         args.functions, args.max_lines = 2, 3
     import torch
@@ -344,6 +351,7 @@ def main() -> None:
     res = {"model": gen.lm.name, "dtype": gen.lm.dtype, "machine": machine(), "load_before": load0,
            "load_after": [round(x, 2) for x in os.getloadavg()], "other_benchmarks_at_start": busy,
            "other_benchmarks_at_end": others(), "gap_ms": args.gap_ms, "max_new_tokens": args.max_new_tokens,
+           "lookahead": args.lookahead,
            "budget": BUDGET, "functions": [t["task_id"] for t in funcs], "model_load_s": round(load_s, 1),
            "warmup_s": rows["warmup_s"], "wall_s": round(time.perf_counter() - t1, 1),
            "patient": {"grounded": summary(rows["patient"], True), "plain": summary(rows["patient"], False)},

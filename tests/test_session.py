@@ -336,3 +336,59 @@ def test_stop_strings_count_only_text_after_the_cursor(tiny_lm):
                               12).owed.startswith("\n\n")
             assert free.completion and cut.completion == free.completion.split("\n\n")[0], (prompt, free, cut)
             assert cut.tokens > 1
+
+
+class _Silent:
+    """An analyzer whose answers never come (a hung worker) and whose deadline is long."""
+
+    def ask(self, query):
+        from groundcode.analysis.base import Answered
+        return Answered(None) if getattr(query, "prefetch", False) else _Never()
+
+    def prewarm(self, at):
+        pass
+
+    def deadline(self):
+        return 30.0
+
+    def close(self):
+        pass
+
+
+class _Never:
+    def result(self, timeout=0):
+        import time as _t
+        if timeout:
+            _t.sleep(min(timeout, 0.05))
+        return None
+
+
+def test_a_cancel_ends_a_row_that_waits_on_analysis(tiny_lm, shop_repo):
+    # The row decodes past `self.` while the answer runs (speculation) and, at its end, waits
+    # for it (settle, up to the analyzer's 30 s deadline). A cancel ends that wait at once.
+    import time as _t
+    ctx = cursor_context(shop_repo / "shop" / "cart.py", 11, 13, shop_repo)
+    with _gen(tiny_lm, monitor=True) as gen:
+        gen.set_analyzer(shop_repo, _Silent())
+        with Session(gen) as sess:
+            st = sess.submit(gen.request(ctx, SamplingConfig(max_new_tokens=4)))
+            _t.sleep(1.0)                           # in the settle wait by now
+            assert not st.closed
+            t0 = _t.perf_counter()
+            st.cancel()
+            g = st.result(5)[0]
+            # (the row was finishing: it ends as it would have, without the answer)
+            assert _t.perf_counter() - t0 < 2.0 and g.finish_reason in ("cancelled", "eos", "length"), g
+
+
+def test_a_deadline_ends_a_row_that_waits_on_analysis(tiny_lm, shop_repo):
+    import time as _t
+    ctx = cursor_context(shop_repo / "shop" / "cart.py", 11, 13, shop_repo)
+    with _gen(tiny_lm, monitor=True) as gen:
+        gen.set_analyzer(shop_repo, _Silent())
+        with Session(gen) as sess:
+            t0 = _t.perf_counter()
+            req = gen.request(ctx, SamplingConfig(max_new_tokens=4))
+            from dataclasses import replace
+            g = sess.submit(replace(req, deadline_s=1.0)).result(10)[0]
+            assert _t.perf_counter() - t0 < 3.0, g         # not the analyzer's 30 s

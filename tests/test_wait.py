@@ -66,3 +66,17 @@ def test_a_patient_wait_outlasts_deadlines_and_other_rows_windows_up_to_its_limi
     q = PatientWait(limit_s=0.1)
     t0 = time.perf_counter()
     assert q.wait([Never()], 30.0) == [None] and time.perf_counter() - t0 < 1.0
+
+
+def test_a_wait_ends_when_its_row_is_cancelled():
+    # a cancel (or a request that preempts a lookahead row) must not sit out the deadline
+    import threading
+    for policy in (WaitPolicy(), PatientWait(limit_s=30.0)):
+        cancelled = threading.Event()
+        threading.Timer(0.1, cancelled.set).start()
+        t0 = time.perf_counter()
+        assert policy.wait([Never(), Never()], 10.0, cancelled) == [None, None]
+        assert time.perf_counter() - t0 < 1.0
+    # an answer that lands before the cancel is still returned
+    t = time.perf_counter()
+    assert WaitPolicy().wait([Lands(t + 0.05)], 10.0, threading.Event()) == ["answer"]

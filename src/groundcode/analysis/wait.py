@@ -58,16 +58,24 @@ class WaitPolicy:
                 self._fresh = self._ran_out = False
             return min(now + deadline_s, self._window_end)
 
-    def wait(self, tickets, deadline_s: float) -> list:
+    SLICE_S = 0.01     # with `cancelled`: how often a wait looks at it
+
+    def wait(self, tickets, deadline_s: float, cancelled=None) -> list:
         """Block until every ticket has its answer or the wait's instant passes; the answers
-        (None for those still running)."""
+        (None for those still running). `cancelled` (a threading.Event, the row's): the wait
+        ends as soon as it is set (a cancel, or a request that preempts a lookahead row)."""
         tickets = [t for t in tickets if t is not None]
         t0 = time.perf_counter()
         end = self.until(deadline_s)
         out = []
         for t in tickets:
-            left = end - time.perf_counter()
-            out.append(t.result(left) if left > 0 else t.result(0))
+            a = t.result(0)
+            while a is None and not (cancelled is not None and cancelled.is_set()):
+                left = end - time.perf_counter()
+                if left <= 0:
+                    break
+                a = t.result(left if cancelled is None else min(left, self.SLICE_S))
+            out.append(a)
         with self._lock:
             if any(a is None for a in out) and end >= self._window_end:
                 self._ran_out = True

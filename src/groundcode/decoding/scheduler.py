@@ -70,6 +70,21 @@ class _Ahead:
         self.chars, self.left, self.spawned = chars, left, False
 
 
+class _Ended:
+    """A row's `RowView.cancelled`: set when its request is cancelled (or preempted, or failed),
+    and also once the request's deadline has passed — so a guide's analysis wait ends then, not
+    only when the scheduler's next sweep could see it."""
+
+    def __init__(self, event: threading.Event, deadline: float | None):
+        self.event, self.deadline = event, deadline
+
+    def set(self) -> None:
+        self.event.set()
+
+    def is_set(self) -> bool:
+        return self.event.is_set() or (self.deadline is not None and time.perf_counter() >= self.deadline)
+
+
 class _Job:
     """One request in the scheduler: its stream, prompt, rows and the text streamed so far."""
 
@@ -128,6 +143,8 @@ class Scheduler:
         if self._closing:
             raise GroundcodeError("the session is closed")
         self._q.put(stream)
+        for job in list(self._ahead_live):   # a lookahead row waiting on analysis stops now
+            job.stream.cancelled.set()       # (the scheduler thread counts it at intake)
 
     def stats(self) -> dict:
         return {"rows": len(self.batch.rows), "waiting": self._q.qsize() + len(self._waiting),
@@ -321,7 +338,7 @@ class Scheduler:
                 spec = RowSpec(prompt.ids, row_ctx, guides, req.sampling.seed + j, id=(job, j),
                                stop_ids=prompt.stop_ids, draft=draft)
                 r = self.engine.row(spec, req.sampling, len(self.batch.rows) + j)
-                r.view.cancelled = threading.Event()
+                r.view.cancelled = _Ended(job.stream.cancelled, job.deadline)   # ends analysis waits
                 r.job = job
                 job.rows.append(r)
             job.final_text, job.emitted, job.left = [""] * n, [""] * n, n

@@ -471,7 +471,7 @@ class DereferenceMonitor(Guide):
             rec.failed_open, rec.reason = True, "pending"
             return rec
         if a is None:                             # a host that cannot roll back: wait (bounded)
-            a = self.waits.wait([ticket], self.analyzer.deadline())[0] or \
+            a = self.waits.wait([ticket], self.analyzer.deadline(), row.cancelled)[0] or \
                 Analysis(receiver, frozenset(), 0.0, False, "timeout")
         return rec if self._answered(row, rec, a) else None
 
@@ -787,7 +787,7 @@ class DereferenceMonitor(Guide):
         if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
             owed.append(self.ticket)
         if owed:
-            self.waits.wait(owed, self.analyzer.deadline() or 2.0)
+            self.waits.wait(owed, self.analyzer.deadline() or 2.0, row.cancelled)
         if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
             a = self.ticket.result(0)
             self.ticket = None

@@ -181,7 +181,8 @@ class ToolCallGuide(Guide):
         ticket = self.analyzer.ask(query)
         a = ticket.result(0)
         if a is None:
-            a = self.waits.wait([ticket], self.analyzer.deadline())[0] or empty_answer(query, "timeout")
+            a = self.waits.wait([ticket], self.analyzer.deadline(), row.cancelled)[0] or \
+                empty_answer(query, "timeout")
         rec.analysis_ms = round(a.ms, 3)
         rec.cache_hit = a.cache_hit
         rec.candidates = len(a.names)
