@@ -332,3 +332,20 @@ def test_a_request_ends_the_lookahead_at_once_and_is_served_as_cold(tiny_lm):
     with _gen(tiny_lm) as gen, Session(gen, prefix_cache_bytes=0, drafts=False) as cold:
         want = cold.submit(Request(prompt_text=PROMPTS[2], sampling=s)).result(60)[0]
     assert got.completion == want.completion
+
+
+def test_lookahead_gives_way_to_another_sessions_request(tiny_lm):
+    # Sessions of one process share its cores: idle time is the whole process's.
+    import time
+    long = SamplingConfig(max_new_tokens=200)
+    with _gen(tiny_lm) as gen, Session(gen, lookahead=2) as a, Session(gen) as b:
+        a.submit(Request(prompt_text=PROMPTS[1], sampling=long)).result(60)
+        st = b.submit(Request(prompt_text=PROMPTS[2], sampling=long))
+        seen = []
+        while not st.closed:
+            time.sleep(0.005)
+            seen.append(a.stats["lookahead"]["running"])
+        st.result(60)
+        la = _idle(a)["lookahead"]
+        assert la["preempted"] + la["dropped"] >= 1, la
+        assert seen[2:] and not any(seen[2:]), seen    # none ran beside b's request

@@ -19,6 +19,9 @@ starting (at the cursor) with a character a suggestion there already starts with
 start of one finds it as its draft (decoding/drafts.py) and verifies it in one forward. Any
 request that arrives ends every lookahead row at once (what they wrote so far is kept as a
 suggestion); a lookahead row never delays a request by more than the forward under way.
+Idle means the whole process: sessions in one process share its cores, so a request that
+arrives at any of them ends every session's lookahead, and none is admitted while another
+session has work.
 
 Isolation: a guide that raises ends its row ("error"): the request's stream gets one "error"
 update and its other samples are cancelled; other requests go on. A failing forward pass fails
@@ -30,6 +33,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import weakref
 from collections import deque
 
 from ..errors import GroundcodeError
@@ -54,6 +58,15 @@ def release_memory() -> None:
 
 
 _TRIM = None
+
+# every live scheduler of the process (lookahead runs only while all of them are idle)
+_ALL: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
+_ALL_LOCK = threading.Lock()
+
+
+def _schedulers() -> list:
+    with _ALL_LOCK:
+        return list(_ALL)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -122,6 +135,7 @@ class Scheduler:
         self._ahead: deque = deque(maxlen=4)  # lookahead jobs not yet admitted (newest kept)
         self._ahead_live: list = []           # lookahead jobs admitted and not yet ended
         self.ahead_counts = {"started": 0, "preempted": 0, "dropped": 0}
+        self._interrupted = threading.Event()  # a request arrived here or at another session
         self.batch = self._new_batch()
         self._q: queue.Queue = queue.Queue()
         self._waiting: deque = deque()
@@ -130,6 +144,8 @@ class Scheduler:
         self._builders: dict = {}
         self._thread = threading.Thread(target=self._run, name="groundcode-scheduler", daemon=True)
         self._thread.start()
+        with _ALL_LOCK:
+            _ALL.add(self)
 
     # -- the back end (decoding/remote.py overrides these) ----------------------------------------
     def _new_batch(self):
@@ -143,8 +159,23 @@ class Scheduler:
         if self._closing:
             raise GroundcodeError("the session is closed")
         self._q.put(stream)
-        for job in list(self._ahead_live):   # a lookahead row waiting on analysis stops now
-            job.stream.cancelled.set()       # (the scheduler thread counts it at intake)
+        for sched in _schedulers():          # every session's lookahead gives way
+            sched._interrupt()
+
+    def _interrupt(self) -> None:
+        """(Any thread.) End the lookahead rows now — a wait on analysis included; the scheduler
+        thread counts them at its next turn."""
+        live = list(self._ahead_live)
+        for job in live:
+            job.stream.cancelled.set()
+        if live or self._ahead:
+            self._interrupted.set()
+
+    def _busy(self) -> bool:
+        """(Any thread; approximate.) Requests here, waiting or running (lookahead aside)."""
+        p = self._prefilling
+        return bool(self._waiting) or not self._q.empty() or (p is not None and p.ahead is None) \
+            or any(r.job.ahead is None for r in list(self.batch.rows))
 
     def stats(self) -> dict:
         return {"rows": len(self.batch.rows), "waiting": self._q.qsize() + len(self._waiting),
@@ -154,6 +185,8 @@ class Scheduler:
                                   running=sum(not j.stream.closed for j in self._ahead_live))}
 
     def close(self) -> None:
+        with _ALL_LOCK:
+            _ALL.discard(self)
         self._closing = True
         self._q.put(None)
         self._thread.join(timeout=60)
@@ -182,8 +215,9 @@ class Scheduler:
                 item = self._q.get_nowait()
         except queue.Empty:
             pass
-        if arrived and (self._ahead or self._ahead_live):
+        if (arrived or self._interrupted.is_set()) and (self._ahead or self._ahead_live):
             self._preempt()
+        self._interrupted.clear()
         # -- 2. sweep -----------------------------------------------------------------------------
         now = time.perf_counter()
         for job in [j for j in self._waiting if j.stream.cancelled.is_set() or j.expired(now)]:
@@ -245,6 +279,10 @@ class Scheduler:
                 if not self._waiting:
                     # idle time (no request waiting or running): the next lookahead job
                     if not self._ahead or any(r.job.ahead is None for r in self.batch.rows):
+                        return
+                    if any(sched is not self and sched._busy() for sched in _schedulers()):
+                        self.ahead_counts["dropped"] += len(self._ahead)   # another session
+                        self._ahead.clear()                                # has work: no idle
                         return
                     nxt = self._ahead.popleft()
                     self._ahead_live = [j for j in self._ahead_live if not j.stream.closed] + [nxt]
