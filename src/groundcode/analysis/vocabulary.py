@@ -238,7 +238,7 @@ class ProjectVocabulary:
         if read is None:
             return None
         own = read[0]
-        key = str(Path(path).resolve()) if path else ""
+        key = _file_key(path)
         with self._lock:
             gen = self._generation
             rest = self._rest.get((key, gen))
@@ -271,7 +271,7 @@ class ProjectVocabulary:
         read = self._buffer_names(buffer, False)
         if read is None:
             return frozenset()
-        key = str(Path(path).resolve()) if path else ""
+        key = _file_key(path)
         with self._lock:
             disk = self._files.get(key, (0, 0, frozenset(), {}))[3].get(receiver, frozenset())
             rest = _beyond(self._after.get(receiver, {}), disk)
@@ -304,6 +304,11 @@ class ProjectVocabulary:
                 while len(self._buffers) > 32:
                     self._buffers.popitem(last=False)
         return names
+
+
+def _file_key(path) -> str:
+    """The key of a file in the scan (its resolved path), "" for none."""
+    return str(Path(path).resolve()) if path else ""
 
 
 def _beyond(counts, disk: frozenset) -> frozenset:

@@ -16,18 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..masking import NEG_INF, to_index
-from .base import Guide, RowView
+from .base import Guide, RowView, on_vocab
 
 
 def _ids_with(vocab, p: int, chars: frozenset) -> np.ndarray:
     """Token ids whose text has one of `chars` at offset p (cached on the vocab, bounded)."""
-    cache = getattr(vocab, "_char_at", None)
-    if cache is None:
-        cache = {}
-        try:
-            vocab._char_at = cache
-        except AttributeError:
-            pass
+    cache = on_vocab(vocab, "_char_at", dict)
     key = (p, chars)
     got = cache.get(key)
     if got is None:

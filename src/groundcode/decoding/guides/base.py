@@ -86,25 +86,32 @@ class RowView:
     ends: list[int] = field(default_factory=list)   # ends[k] = len(text) after token k
     triggers: list[TriggerRecord] = field(default_factory=list)
     forced: deque = field(default_factory=deque)    # token ids the engine feeds next, unsampled
-    cancelled: object = None            # a threading.Event set when the row is cancelled (waits
-                                        # on analysis answers should end at once when it is set)
+    cancelled: object = None            # set()/is_set() (a threading.Event, or the scheduler's
+                                        # one that also reads the request's deadline): analysis
+                                        # waits end at once when it is set
 
     def force(self, ids) -> None:
         """Queue tokens to be accepted next without sampling (guides still advance on them)."""
         self.forced.extend(int(t) for t in ids)
 
 
+def on_vocab(vocab, attr: str, make):
+    """What `make()` builds for this vocabulary, built once and kept on the vocab object as
+    `attr` (a vocabulary that takes no attributes builds it on every call)."""
+    got = getattr(vocab, attr, None)
+    if got is None:
+        got = make()
+        try:
+            setattr(vocab, attr, got)
+        except AttributeError:
+            pass
+    return got
+
+
 def token_flags(vocab) -> tuple[list, list]:
     """(has_dot, has_newline) of every token as Python lists: a list index costs a fraction of
     a numpy scalar index, and guides ask on every step. Cached on the vocab object."""
-    flags = getattr(vocab, "_guide_flags", None)
-    if flags is None:
-        flags = (vocab.has_dot.tolist(), vocab.has_newline.tolist())
-        try:
-            vocab._guide_flags = flags
-        except AttributeError:
-            pass
-    return flags
+    return on_vocab(vocab, "_guide_flags", lambda: (vocab.has_dot.tolist(), vocab.has_newline.tolist()))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import bisect
 
 import numpy as np
 
-from .base import Guide, RowView
+from .base import Guide, RowView, on_vocab
 
 
 class _Agreeing:
@@ -45,14 +45,7 @@ class _Agreeing:
 
 
 def agreeing(vocab) -> _Agreeing:
-    a = getattr(vocab, "_agreeing", None)
-    if a is None:
-        a = _Agreeing(vocab.texts)
-        try:
-            vocab._agreeing = a
-        except AttributeError:
-            pass
-    return a
+    return on_vocab(vocab, "_agreeing", lambda: _Agreeing(vocab.texts))
 
 
 class Heal(Guide):

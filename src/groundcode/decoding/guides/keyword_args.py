@@ -42,33 +42,21 @@ import numpy as np
 
 from ...analysis.base import SignatureQuery
 from ...pycode import ArgScanner, Lexer, ident_run, receiver_before
-from .base import Guide, Rollback, RowView, TriggerRecord
+from .base import Guide, Rollback, RowView, TriggerRecord, on_vocab
 
 WAIT, ARGS, NARROW = "wait", "args", "narrow"
 
 
 def _ident_start(vocab) -> np.ndarray:
     """Boolean array: does token i start with an identifier character? Cached on the vocab."""
-    arr = getattr(vocab, "_kw_ident_start", None)
-    if arr is None:
-        arr = np.array([bool(s) and (s[0].isalnum() or s[0] == "_") for s in vocab.texts])
-        try:
-            vocab._kw_ident_start = arr
-        except AttributeError:
-            pass
-    return arr
+    return on_vocab(vocab, "_kw_ident_start", lambda: np.array(
+        [bool(s) and (s[0].isalnum() or s[0] == "_") for s in vocab.texts]))
 
 
 def _starting(vocab, ch: str, every: bool = False) -> np.ndarray:
     """Ids of the tokens whose text starts with `ch` (`=` but not `==`, unless `every`), cached
     on the vocab."""
-    cache = getattr(vocab, "_kw_starting", None)
-    if cache is None:
-        cache = {}
-        try:
-            vocab._kw_starting = cache
-        except AttributeError:
-            pass
+    cache = on_vocab(vocab, "_kw_starting", dict)
     ids = cache.get((ch, every))
     if ids is None:
         bad = ch * 2 if ch == "=" and not every else None
