@@ -76,8 +76,6 @@ def serve_cmd(
     from .service import Service
     if not 0 < port < 65536:
         raise GroundcodeError(f"--port must be in 1..65535, got {port}")
-    if lookahead < 0:
-        raise GroundcodeError(f"--lookahead must be >= 0, got {lookahead}")
     opts = ServeOptions(workspaces=list(workspace), model=model, api_key=api_key or None,
                         max_concurrency=max_concurrency, queue=queue, deadline_s=deadline,
                         max_body_bytes=max_body, max_tokens_cap=max_tokens, device=device,
