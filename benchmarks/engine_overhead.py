@@ -109,7 +109,7 @@ def free_step_overhead(gen, contexts) -> dict:
     for ctx in contexts:
         ids = tok(ctx.reference[len(ctx.lead):], add_special_tokens=False)["input_ids"]
         ctx = ctx.continued("")            # the rows start after the body's indentation
-        guides = [BodyEnd(ctx.stop_indent), DereferenceMonitor(gen.analyzer(ctx.repo))]
+        guides = [BodyEnd(ctx.stop_indent), DereferenceMonitor(gen.analyzer_for(ctx))]
         row = RowView(0, ctx, vocab)
         for g in guides:
             g.reset(row)

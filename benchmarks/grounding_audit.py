@@ -304,7 +304,7 @@ def monitored_row(gen, spec, row_ctx, ref, cfg: dict):
     """Swap the row's dereference monitor for a probed one built with `cfg` over a recording
     analyzer; (probe, recording analyzer)."""
     from groundcode.decoding.guides.dereference import DereferenceMonitor
-    an = gen.analyzer(row_ctx.repo)
+    an = gen.analyzer_for(row_ctx)
     rec_an = RecordingAnalyzer(an)
     m = gen.monitor
     mon = DereferenceMonitor(rec_an, m.allow_bindings, speculate=cfg["speculate"], horizon=cfg["horizon"],

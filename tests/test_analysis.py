@@ -254,10 +254,11 @@ def test_literal_setattr_names_are_members_and_only_unknowable_ones_fail_open(tm
 
 
 def test_the_project_environment_is_the_repositorys_venv(tmp_path):
-    # --python / the repository's .venv: Jedi's project sees that interpreter's libraries
+    # --python / the repository's .venv: Jedi's project sees that interpreter's libraries (the
+    # venv untrusted: its site-packages read as files; tests/test_trust.py)
     import subprocess
     import sys
-    from groundcode.analysis.jedi_client import find_python
+    from groundcode.trust import find_venv as find_python
     assert find_python(tmp_path) is None
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True)
     site = next((tmp_path / ".venv").glob("lib/python*/site-packages"))

@@ -124,27 +124,33 @@ class Generator:
                 s = self._shared["session"] = Session(self)
             return s
 
-    def analyzer(self, repo: Path, python: Path | None = None):
-        """The analyzer of a repository (one per repository, interpreter and monitor settings,
-        kept warm; views with another monitor configuration get their own): `python` (else
-        MonitorConfig.python, else the repository's `.venv`/`venv`) is the environment whose
-        installed libraries Jedi sees."""
+    def analyzer(self, repo: Path, python: Path | None = None, trust: bool = False):
+        """The analyzer of a repository (one per repository, interpreter, trust and monitor
+        settings, kept warm; views with another monitor configuration get their own). What it
+        may run is trust.py's: `python` (else MonitorConfig.python) when named; the repository's
+        own venv only when the workspace is trusted (`trust`, MonitorConfig.trust or the user's
+        trusted list); else this interpreter, with the venv's site-packages read as files."""
         m = self.monitor
         python = python or m.python
+        trust = bool(trust or m.trust)
         root = Path(repo).resolve()
         py = str(python) if python else None
-        key = (root, py, m.deadline_s, m.hide_private, m.hide_dunder, m.sdk)
+        key = (root, py, trust, m.deadline_s, m.hide_private, m.hide_dunder, m.sdk)
         a = self._analyzers.get(key) or self._analyzers.get((root, py))   # set_analyzer serves all
         if a is None:
             from .analysis.jedi_client import JediAnalyzer
             a = JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,
-                             hide_dunder=m.hide_dunder, python=python)
+                             hide_dunder=m.hide_dunder, python=python, trust=trust)
             if m.sdk:
                 from .analysis.sdk import ChainAnalyzer, SdkAnalyzer, botocore_version
                 if botocore_version():        # botocore installed: SDK first, else Jedi
                     a = ChainAnalyzer([SdkAnalyzer(), a])
             self._analyzers[key] = a
         return a
+
+    def analyzer_for(self, ctx):
+        """The analyzer of a context's repository, with its interpreter and trust."""
+        return self.analyzer(ctx.repo, ctx.python, ctx.trust)
 
     def set_analyzer(self, repo: Path, analyzer, python: Path | None = None) -> None:
         """Use `analyzer` (anything with the analysis.base.Analyzer interface) for `repo`."""
@@ -204,7 +210,7 @@ class Generator:
             raise GroundcodeError(f"model {self.lm.name} has no <COMP> token: use a TOOLGEN adapter "
                                   "(--model ADAPTER_DIR) or the zero-shot mode (--tool-entropy NATS)")
         from .analysis.wait import PatientWait
-        return ToolCallGuide(self.analyzer(row_ctx.repo, row_ctx.python), comp, threshold=t.threshold,
+        return ToolCallGuide(self.analyzer_for(row_ctx), comp, threshold=t.threshold,
                              entropy=t.entropy, hide_dunder=self.monitor.hide_dunder,
                              waits=PatientWait() if self.monitor.reproducible else self.waits)
 
@@ -214,7 +220,7 @@ class Generator:
         context the rows see (after healing), so the monitor finds the buffer read."""
         from .decoding.vocab.kernel import warm_in_background
         if self.monitor.enabled or self.tools.enabled:
-            self.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
+            self.analyzer_for(ctx).prewarm(ctx.splice(""))
             warm_in_background()
         if self.monitor.enabled and self.monitor.vocabulary and ctx.repo is not None:
             from .analysis.vocabulary import buffer_of, project_vocabulary

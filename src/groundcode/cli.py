@@ -104,7 +104,8 @@ def _print_triggers(gen, seconds: float) -> None:
 
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
-         sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=True) -> None:
+         sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=True,
+         trust=False) -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -119,7 +120,8 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
             raise GroundcodeError(f"--python: no such interpreter or environment: {python}")
         monitor = MonitorConfig(enabled=not no_monitor, deadline_s=deadline, hide_private=hide_private,
                                 sdk=sdk, keywords=keywords, vocabulary=vocabulary,
-                                python=str(Path(python).expanduser()) if python else None)
+                                python=str(Path(python).expanduser()) if python else None,
+                                trust=trust)
         prompt = PromptConfig(fim=fim, heal=heal, declarations=declarations)
         if stream is None:      # stream to a terminal, print at the end into a pipe
             stream = not as_json and sys.stdout.isatty()
@@ -217,7 +219,11 @@ _VOCAB = typer.Option(True, "--vocabulary/--no-vocabulary", help="where a receiv
                       "hold the name to the names the project and the builtin types have (the default) "
                       "or leave it free")
 _PYTHON = typer.Option(None, "--python", help="the interpreter or virtual environment whose installed "
-                       "libraries the analyzer sees (default: the repository's .venv/venv, else Jedi's own)")
+                       "libraries the analyzer sees and may start (default: this interpreter, with the "
+                       "repository venv's site-packages read as files)")
+_TRUST = typer.Option(False, "--trust", help="trust the repository: the analyzer may start its own "
+                      ".venv/venv interpreter (untrusted, nothing the repository ships runs; "
+                      "`groundcode trust PATH` trusts it for good)")
 _JSON = typer.Option(False, "--json", help="print one JSON object instead of text + summary")
 _REPO = typer.Option(None, "--repo", "-r", help="repository root (default: found from the file)")
 _FIM = typer.Option("auto", "--fim", help="fill-in-the-middle with the model's FIM tokens: auto (cursor completions), on, off")
@@ -269,7 +275,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
              no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
-             declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
+             trust: bool = _TRUST, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT) -> None:
     """Continue the code at a cursor (the rest of that line is replaced). Prints, never writes."""
     from .api import cursor_context
@@ -282,7 +288,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=vocabulary)
+         vocabulary=vocabulary, trust=trust)
 
 
 @app.command()
@@ -298,7 +304,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
              no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
-             declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
+             trust: bool = _TRUST, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT) -> None:
     """Write a function's body from its signature and docstring (printed, not written back)."""
     from .api import function_context
@@ -311,7 +317,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=vocabulary)
+         vocabulary=vocabulary, trust=trust)
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:
@@ -329,6 +335,24 @@ def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:
     if not any(Path(repo).rglob("*.py")):
         raise GroundcodeError(f"--repo {repo} holds no Python files")
     return Path(repo)
+
+
+@app.command("trust")
+def trust_cmd(path: Optional[Path] = typer.Argument(None, help="a workspace root to trust"),
+              list_: bool = typer.Option(False, "--list", help="print the trusted roots"),
+              remove: bool = typer.Option(False, "--remove", help="stop trusting PATH")) -> None:
+    """Trust a workspace for good: the analyzer may start its own .venv/venv interpreter
+    (kept in the user config, never in the repository; `--trust` does it for one run)."""
+    from . import trust as trust_mod
+    if list_ or path is None:
+        for r in trust_mod.roots():
+            typer.echo(str(r))
+        return
+    if remove:
+        typer.echo(f"{'no longer trusted' if trust_mod.remove(path) else 'was not trusted'}: "
+                   f"{path.expanduser().resolve()}")
+        return
+    typer.echo(f"trusted: {trust_mod.add(path)}")
 
 
 def _version(value: bool) -> None:

@@ -55,8 +55,11 @@ class MonitorConfig:
                                    # answers still fail open). Fail-open on the standing functions
                                    # 21% → ~10% with no new false block; neutral on 300 dereference
                                    # tasks with smollm2 (docs/BENCHMARK.md, BENCHMARKS.md (d))
-    python: str | None = None      # interpreter/venv whose libraries Jedi sees (None: the repo's
-                                   # .venv/venv if any, else Jedi's default)
+    python: str | None = None      # interpreter/venv whose libraries Jedi sees and which it may
+                                   # start (None: groundcode's own, with the repository venv's
+                                   # site-packages read as files; trust.py)
+    trust: bool = False            # the workspace is trusted: its .venv/venv/env interpreter may
+                                   # run (also: the user's trusted list, `groundcode trust PATH`)
 
 
 @dataclass

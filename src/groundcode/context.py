@@ -48,6 +48,7 @@ class CodeContext:
     kind: str = "cursor"            # "body" (a function body) or "cursor" (anywhere)
     overlay: object = None          # analysis.base.Overlay: the workspace's other open buffers
     python: Path | None = None      # the interpreter whose libraries the analyzer sees
+    trust: bool = False             # the workspace is trusted: its own venv may run (trust.py)
 
     def __post_init__(self):
         self.path, self.repo = Path(self.path), Path(self.repo)

@@ -1,7 +1,8 @@
 """A workspace: the project roots an editor has open and its unsaved buffers, as the analyzer
 must see them.
 
-    ws = Workspace([root, ...], python=None)      # roots: analyzer projects; python: env for Jedi
+    ws = Workspace([root, ...], python=None, trust=False)   # roots: analyzer projects; python,
+                                                  # trust: what the analyzer may run (trust.py)
     ws.resolve(path) -> Path                      # absolute, inside a root (symlinks resolved)
     ws.open(path, text) / ws.change(path, text) / ws.close(path)   # editor buffers
     ws.text(path) -> str                          # the buffer if open, else the file on disk
@@ -30,7 +31,7 @@ from .repo import read_source, text_version
 
 
 class Workspace:
-    def __init__(self, roots, python: str | Path | None = None):
+    def __init__(self, roots, python: str | Path | None = None, trust: bool = False):
         roots = [roots] if isinstance(roots, (str, Path)) else list(roots)
         if not roots:
             raise GroundcodeError("a workspace needs at least one root directory")
@@ -41,6 +42,7 @@ class Workspace:
                 raise GroundcodeError(f"workspace root is not a directory: {r}")
             self.roots.append(p)
         self.python = Path(python).expanduser() if python else None
+        self.trust = bool(trust)
         self._buffers: dict[Path, tuple[str, int]] = {}     # path -> (text, version when set)
         self._version = 0
         self._lock = threading.Lock()
@@ -109,6 +111,7 @@ class Workspace:
     def _dress(self, ctx: CodeContext, p: Path) -> CodeContext:
         ctx.overlay = self.overlay(exclude=p)
         ctx.python = self.python
+        ctx.trust = self.trust
         return ctx
 
     def cursor(self, path: str | Path, line: int, column: int, text: str | None = None) -> CodeContext:

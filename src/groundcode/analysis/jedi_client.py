@@ -1,12 +1,14 @@
 """The Jedi analyzer's client: a worker pool, tickets and an answer cache (see base.py).
 
-    a = JediAnalyzer(repo, deadline_s=2.0, python=None)   # python: the project's interpreter/venv
+    a = JediAnalyzer(repo, deadline_s=2.0, python=None, trust=False)   # see trust.py
     ticket = a.ask(MembersQuery(ctx.splice(text), "self", key))
     a.prewarm(ctx.splice("")); a.deadline(); a.close()
 
 The partial code is analysed in memory (the user's files are never written); Jedi's Project is
-the repository, with the repository's virtual environment (`.venv`, `venv`) or `python` as its
-environment so installed libraries resolve. Answers are cached under (kind, overlay stamp, the
+the repository. Its environment (trust.py): `python` when the user named one, the repository's
+virtual environment (`.venv`, `venv`, `env`) when the workspace is trusted; otherwise
+groundcode's own interpreter with the repository venv's site-packages on the search path, read
+as files, so installed libraries resolve without the repository's interpreter ever starting. Answers are cached under (kind, overlay stamp, the
 caller's key): an open buffer that changes changes the stamp, so nothing stale is served. A late
 answer is cached when it lands, for the next trigger with the same key; a failed prefetch is
 not cached (it was a guess).
@@ -42,17 +44,6 @@ from .base import (Analysis, Answered, MembersQuery, NamesQuery, Overlay, Signat
 from .jedi_worker import Job, complete_members, init, init_process, warm_file
 
 _NO_OVERLAY = Overlay()
-
-
-def find_python(repo: Path | None) -> Path | None:
-    """The repository's virtual environment (`.venv`, `venv`, `env` under its root), if any."""
-    if repo is None:
-        return None
-    for name in (".venv", "venv", "env"):
-        d = Path(repo) / name
-        if (d / "pyvenv.cfg").is_file():
-            return d
-    return None
 
 
 def _digest(text: str) -> str:
@@ -99,11 +90,12 @@ class JediAnalyzer:
     def __init__(self, repo: str | Path | None, deadline_s: float = 2.0, hide_private: bool = False,
                  hide_dunder: bool = True, cache_size: int = 4096, workers: str = "process",
                  kill_after_s: float = 30.0, worker_fn=None, cold_deadline_s: float = 20.0,
-                 python: str | Path | None = None):
+                 python: str | Path | None = None, trust: bool = False):
+        from ..trust import environment
         self.repo = Path(repo).resolve() if repo else None
         self._root = str(self.repo) if self.repo else None
-        py = Path(python) if python else find_python(self.repo)
-        self.python = str(py) if py else None
+        env = environment(self.repo, python, trust)
+        self.python, self.site_paths, self.trusted = env.python, env.site_paths, env.trusted
         self.deadline_s = deadline_s
         self.hide_private = hide_private
         self.hide_dunder = hide_dunder
@@ -212,7 +204,8 @@ class JediAnalyzer:
         send = None
         if overlay.stamp != self._sent:
             send, self._sent = (overlay.stamp, overlay.files), overlay.stamp
-        return Job(self._root, at.code, str(at.path), at.line, at.column, self.python, send)
+        return Job(self._root, at.code, str(at.path), at.line, at.column, self.python, send,
+                   self.site_paths)
 
     def _run(self, fn, job: Job, urgent: bool = True, soon: bool = False) -> cf.Future:
         """Run `fn(job)` in the worker: now if it is idle, else in line (`urgent`: a trigger's

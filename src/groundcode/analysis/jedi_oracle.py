@@ -49,8 +49,7 @@ def repo_dependencies(repo: str | Path, path: str | Path, code: str, first_line:
 def _repo_dependencies(repo, path, code: str, first_line: int, last_line: int) -> set[str]:
     jedi = _jedi()
     root = Path(repo).resolve()
-    project = jedi.Project(str(root), added_sys_path=[str(root)])
-    script = jedi.Script(code, path=str(Path(path)), project=project)
+    script = jedi.Script(code, path=str(Path(path)), project=_project(str(root)))
     target = Path(path).resolve()
     deps: set[str] = set()
     for name in script.get_names(all_scopes=True, definitions=True, references=True):

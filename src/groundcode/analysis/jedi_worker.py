@@ -51,6 +51,7 @@ class Job:
     column: int
     python: str | None = None                  # interpreter / venv for the project's libraries
     overlay: tuple | None = None               # (stamp, ((path, text), ...)) to install; None: keep
+    site: tuple = ()                           # untrusted venv site-packages, read as files
 
 
 _PROJECTS: dict = {}
@@ -64,23 +65,29 @@ def _jedi():
     return jedi
 
 
-def project(root: str | None, python: str | None = None):
-    """The Jedi project of a repository (its root on the path), with `python`'s environment
-    when given and usable (else Jedi's default)."""
+def project(root: str | None, python: str | None = None, site: tuple = ()):
+    """The Jedi project of a repository (its root, then `site`, on the path), with `python`'s
+    environment when given and usable, else this process's own interpreter — never Jedi's
+    default, which follows $VIRTUAL_ENV into whatever environment the shell activated (see
+    trust.py: only a trusted or named interpreter may start). `site` directories are read as
+    files: Jedi loads no compiled extension outside its environment's own paths
+    (load_unsafe_extensions stays off)."""
     if root is None:
         return None
-    key = (root, python)
+    key = (root, python, tuple(site))
     p = _PROJECTS.get(key)
     if p is None:
+        import sys
         jedi = _jedi()
+        paths = [root, *site]
         p = None
         if python:
             try:
-                p = jedi.Project(root, added_sys_path=[root], environment_path=python)
+                p = jedi.Project(root, added_sys_path=paths, environment_path=python)
                 p.get_environment()
             except Exception:
-                p = None                       # not a usable interpreter: the default one
-        _PROJECTS[key] = p = p or jedi.Project(root, added_sys_path=[root])
+                p = None                       # not a usable interpreter: this one
+        _PROJECTS[key] = p = p or jedi.Project(root, added_sys_path=paths, environment_path=sys.executable)
     return p
 
 
@@ -254,7 +261,7 @@ def _prepare(job: Job):
     init()
     if job.overlay is not None:
         set_overlay(*job.overlay)
-    return project(job.root, job.python)
+    return project(job.root, job.python, job.site)
 
 
 def complete_members(job: Job) -> tuple[frozenset, dict, str | None]:

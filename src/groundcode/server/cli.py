@@ -59,6 +59,12 @@ def serve_cmd(
     lookahead: int = typer.Option(2, "--lookahead", help="after a cursor suggestion, this many "
                                   "rows with other first characters run while the server is "
                                   "idle: drafts for the next keystroke (0: off)"),
+    trust: bool = typer.Option(False, "--trust", help="trust the workspaces: the analyzer may "
+                               "start their own .venv/venv interpreter (untrusted: their "
+                               "site-packages are read as files, nothing of theirs runs)"),
+    python: Optional[Path] = typer.Option(None, "--python", help="the interpreter or virtual "
+                                          "environment whose libraries the analyzer sees (and "
+                                          "may start)"),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn's log level"),
 ) -> None:
     """Serve completions over HTTP: OpenAI /v1/completions, llama.cpp /infill and the
@@ -74,6 +80,8 @@ def serve_cmd(
                               "pip install 'groundcode[serve]'") from None
     from .options import ServeOptions
     from .service import Service
+    if python is not None and not python.expanduser().exists():
+        raise GroundcodeError(f"--python: no such interpreter or environment: {python}")
     if not 0 < port < 65536:
         raise GroundcodeError(f"--port must be in 1..65535, got {port}")
     opts = ServeOptions(workspaces=list(workspace), model=model, api_key=api_key or None,
@@ -82,7 +90,8 @@ def serve_cmd(
                         dtype=dtype, analysis_deadline_s=analysis_deadline,
                         prewarm=not no_prewarm, lookahead=lookahead, remote_model=remote_model,
                         tokenizer=tokenizer,
-                        remote_constraint=remote_constraint)
+                        remote_constraint=remote_constraint, trust=trust,
+                        python=str(python.expanduser()) if python else None)
     with err.status("loading model…", spinner="dots"):
         service = Service(opts)
     app = create_app(service)

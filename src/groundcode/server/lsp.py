@@ -7,6 +7,8 @@ and lsprotocol) whose completions are grounded in the editor's unsaved buffers.
     textDocument/completion        the same text as one CompletionItem (clients without inline
                                    completion); `data`/`detail` carry the grounded names
     didOpen/didChange/didClose     the Workspace's buffer overlay (the analyzer reads these)
+    initializationOptions          {"trust": true} trusts the workspace (its venv may run),
+                                   {"python": PATH} names the interpreter (trust.py)
     workspace folders              the analyzer roots (initialize, didChangeWorkspaceFolders)
     $/cancelRequest, a newer request on the same document: the older one's rows stop
 
@@ -71,6 +73,12 @@ def build(completer: Completer) -> LanguageServer:
 
     @ls.feature(T.INITIALIZE)
     def initialize(params: T.InitializeParams):
+        opts = params.initialization_options
+        if isinstance(opts, dict) and ("trust" in opts or "python" in opts):
+            try:       # workspace trust (trust.py): the editor says whether the folder is trusted
+                completer.configure(opts.get("trust"), opts.get("python"))
+            except GroundcodeError as exc:
+                log.warning("%s", exc)
         roots = folders(params)
         if roots:
             completer.set_roots(completer.roots + roots)

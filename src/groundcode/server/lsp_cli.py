@@ -36,6 +36,10 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             lookahead: int = typer.Option(2, "--lookahead", help="after a suggestion, this many rows "
                                           "with other first characters run while idle: drafts for "
                                           "the next keystroke (0: off)"),
+            trust: bool = typer.Option(False, "--trust", help="trust every workspace: the analyzer may "
+                                       "start a workspace's own .venv/venv interpreter (also the "
+                                       "initialization option {\"trust\": true}; untrusted: its "
+                                       "site-packages are read as files, nothing of it runs)"),
             log_level: str = typer.Option("WARNING", "--log-level", help="stderr logging")) -> None:
     """Serve completions to an editor over the Language Server Protocol (stdio)."""
     from ..cli import _quiet_libraries, error
@@ -47,7 +51,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             raise GroundcodeError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
         logging.basicConfig(level=level, format="groundcode-lsp %(levelname)s %(message)s")
         completer, serve_stdio = _prepare(model, workspace, device, dtype, max_new_tokens, stop,
-                                          debounce_ms, deadline, python, no_monitor, lookahead)
+                                          debounce_ms, deadline, python, no_monitor, lookahead, trust)
     except GroundcodeError as exc:
         error(str(exc))
         raise typer.Exit(2)
@@ -55,7 +59,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
 
 
 def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms, deadline, python,
-             no_monitor, lookahead: int = 2):
+             no_monitor, lookahead: int = 2, trust: bool = False):
     """Check the flags (one-line errors) and start loading the model: (Completer, serve)."""
     from ..config import MonitorConfig
     from ..errors import GroundcodeError
@@ -88,5 +92,5 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         return gen
 
     completer = Completer(load, workspace, max_new_tokens=max_new_tokens, debounce_s=debounce_ms / 1000,
-                          deadline_s=deadline, stop=stop, python=python)
+                          deadline_s=deadline, stop=stop, python=python, trust=trust)
     return completer, serve_stdio

@@ -49,7 +49,7 @@ class Answer:
 
 class Completer:
     def __init__(self, load, roots=(), *, max_new_tokens: int = 64, debounce_s: float = 0.05,
-                 deadline_s: float | None = 10.0, stop: str = "auto", python=None):
+                 deadline_s: float | None = 10.0, stop: str = "auto", python=None, trust: bool = False):
         if stop not in ("auto", "line", "statement", "block"):
             raise GroundcodeError(f"stop must be auto, line, statement or block, got {stop!r}")
         if debounce_s < 0:
@@ -57,6 +57,7 @@ class Completer:
         self.max_new_tokens, self.debounce_s, self.deadline_s, self.stop = \
             max_new_tokens, debounce_s, deadline_s, stop
         self.python = python              # the environment Jedi sees (Workspace(python=))
+        self.trust = trust                # the workspace's own venv may run (trust.py)
         self._roots: list[Path] = []
         self._buffers: dict[Path, str] = {}
         self._ws = None
@@ -93,6 +94,16 @@ class Completer:
     def roots(self) -> list[Path]:
         return list(self._roots)
 
+    def configure(self, trust: bool | None = None, python=None) -> None:
+        """The editor's initialization options: trust the workspace, name its interpreter."""
+        if trust is not None:
+            self.trust = bool(trust)
+        if python:
+            if not Path(python).expanduser().exists():
+                raise GroundcodeError(f"python: no such interpreter or environment: {python}")
+            self.python = python
+        self.set_roots(self._roots)
+
     def set_roots(self, roots) -> None:
         """The analyzer roots (the editor's workspace folders); open buffers carry over."""
         from ..workspace import Workspace
@@ -103,7 +114,7 @@ class Completer:
                 uniq.append(p)
         with self._lock:
             self._roots = uniq
-            self._ws = Workspace(uniq, self.python) if uniq else None
+            self._ws = Workspace(uniq, self.python, self.trust) if uniq else None
             for path, text in self._buffers.items():
                 self._ws_call("open", path, text)
 
@@ -119,7 +130,7 @@ class Completer:
         from ..repo import find_repo_root
         from ..workspace import Workspace
         self._roots.append(Path(find_repo_root(path)).resolve())
-        self._ws = Workspace(self._roots, self.python)
+        self._ws = Workspace(self._roots, self.python, self.trust)
         for p, t in self._buffers.items():
             if p != path:
                 self._ws.open(p, t)
@@ -177,7 +188,7 @@ class Completer:
                 if hasattr(gen, "prewarm"):     # the generator's own (analyzer + mask kernel)
                     gen.prewarm(ctx)
                 else:
-                    gen.analyzer(ctx.repo, ctx.python).prewarm(ctx.splice(""))
+                    gen.analyzer_for(ctx).prewarm(ctx.splice(""))
             except Exception:      # a warm-up only: the request will say what is wrong
                 pass
         self._ready.add_done_callback(go)

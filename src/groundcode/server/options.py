@@ -24,6 +24,8 @@ class ServeOptions:
     analysis_deadline_s: float = 2.0 # per analysis call (MonitorConfig.deadline_s)
     prewarm: bool = True             # prewarm each workspace's analyzer at start
     lookahead: int = 2               # idle-time rows per cursor suggestion (session.Session)
+    trust: bool = False              # the workspaces are trusted: their own venvs may run (trust.py)
+    python: str | None = None        # the interpreter the analyzer sees and may start
     # model = "http://HOST:PORT/v1": this server sits in front of another one (decoding/remote.py)
     remote_model: str | None = None  # the served model's name there (when it serves several)
     tokenizer: str | None = None     # the local tokenizer that matches it

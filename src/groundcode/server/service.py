@@ -83,7 +83,8 @@ class Service:
                       "api_key": os.environ.get("GROUNDCODE_REMOTE_API_KEY")} if is_remote(opts.model) else {}
             from ..models.load import serving_dtype
             dtype = opts.dtype if remote else serving_dtype(opts.dtype, opts.device)
-            generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s),
+            generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s,
+                                                            trust=opts.trust, python=opts.python),
                                   device=opts.device, dtype=dtype, **remote)
         self.gen = generator
         if opts.lookahead < 0:
@@ -96,7 +97,7 @@ class Service:
         self.workspace = None
         if self.roots:
             from ..workspace import Workspace
-            self.workspace = Workspace(self.roots)
+            self.workspace = Workspace(self.roots, opts.python, opts.trust)
         self.admission = Admission(opts.max_concurrency, opts.queue)
         self.stats = Stats()
         self.started = time.time()
@@ -147,7 +148,7 @@ class Service:
                     for f in _some_python_files(root, 3):
                         try:       # the context a request on this file would get: same analyzer
                             ctx = self.workspace.cursor(f, 1, 0)
-                            self.gen.analyzer(ctx.repo, getattr(ctx, "python", None)).prewarm(
+                            self.gen.analyzer_for(ctx).prewarm(
                                 ctx.splice(""))
                         except Exception as exc:      # noqa: BLE001 (reported, not fatal)
                             self.prewarm_errors.append(f"{f}: {type(exc).__name__}: {exc}"[:200])

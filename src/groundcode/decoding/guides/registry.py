@@ -113,7 +113,7 @@ def _dereference(s: GuideSpec):
     from .dereference import DereferenceMonitor
     g, ctx = s.generator, s.row_ctx
     m = g.monitor
-    return DereferenceMonitor(g.analyzer(ctx.repo, ctx.python), m.allow_bindings,
+    return DereferenceMonitor(g.analyzer_for(ctx), m.allow_bindings,
                               speculate=m.speculate, hide_dunder=m.hide_dunder,
                               waits=None if m.reproducible else g.waits, reproducible=m.reproducible,
                               call_sites=m.call_sites, vocabulary=m.vocabulary)
@@ -122,7 +122,7 @@ def _dereference(s: GuideSpec):
 @register("keywords")
 def _keywords(s: GuideSpec):
     from .keyword_args import KeywordArgMonitor
-    return KeywordArgMonitor(s.generator.analyzer(s.row_ctx.repo, s.row_ctx.python))
+    return KeywordArgMonitor(s.generator.analyzer_for(s.row_ctx))
 
 
 @register("toolcall")
