@@ -37,12 +37,18 @@ constrained step (the same steered mask as a local resample). Guides that read l
 tokens) cannot run here: the server keeps them.
 Token ids: the server gets token prompts (`prompt: [ids]`) where it takes them, else text; its
 text is tokenized here with the local tokenizer, which must be the served model's (--tokenizer).
-`--remote-constraint auto` tries logit_bias, then allowed_token_ids, then none (the server's
-free token when allowed, else the mask's first id: fail-open, counted in `ignored`).
+`--remote-constraint auto` sends logit_bias; a server that answers 400/422 *naming* it gets
+allowed_token_ids, then none (logged once per server). A busy answer (429, 5xx, a reset) is
+retried with backoff inside the row's deadline (openai_client.py) and changes no mode. A server
+that ignores the constraint fails the step open: its own token is kept and the trigger is
+recorded `failed_open` ("remote: constraint not applied"), counted in `ignored`. Token prompts
+or text is settled once, by an explicit probe.
 Not here: HTTP (openai_client.py), the loop's turn (scheduler.py). Test: tests/test_remote.py.
 """
 from __future__ import annotations
 
+import logging
+import threading
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -53,9 +59,10 @@ from ..errors import GroundcodeError
 from .engine import Batch, Row
 from .guides.base import Guide
 from .masking import combine
-from .openai_client import CompletionsClient, Refused
+from .openai_client import Busy, CompletionsClient, Refused
 from .scheduler import Scheduler
 
+log = logging.getLogger("groundcode.remote")
 CONSTRAINTS = ("auto", "logit_bias", "allowed_token_ids", "none")
 TRIGGER_STOP = "."           # the server stops at every dot; the lexer here says if it is code
 PER_STEP = 64                # proposed tokens one row accepts per scheduler turn
@@ -144,8 +151,9 @@ class RemoteEngine:
         self.width = vocab.size
         self.auto = lm.constraint == "auto"   # fall back on a refusal: logit_bias ->
         self.constraint = "logit_bias" if self.auto else lm.constraint   # allowed_token_ids -> none
-        self.prompt_mode = None               # "ids" | "text", settled by the first request
+        self.prompt_mode = None               # "ids" | "text", settled by an explicit probe
         self.ignored = 0                      # constrained steps whose answer broke the mask
+        self._probe_lock = threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="groundcode-remote")
 
     def row(self, spec, sampling, index: int = 0) -> Row:
@@ -169,26 +177,34 @@ class RemoteEngine:
             ids = ids[1:]
         return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
-    def _send(self, ids: list[int], max_tokens: int, sampling, seed: int, **kw):
-        mode = self.prompt_mode or "ids"
-        try:
-            out = self.client.complete(self._prompt(ids, mode), max_tokens, sampling.temperature,
-                                       sampling.top_p, seed, **kw)
-        except GroundcodeError:
-            if self.prompt_mode is not None:
-                raise
-            # a server that takes text prompts only (llama-cpp-python answers a token prompt
-            # with a 500 of pydantic's validation errors, not a 4xx)
-            mode = "text"
-            out = self.client.complete(self._prompt(ids, mode), max_tokens, sampling.temperature,
-                                       sampling.top_p, seed, **kw)
-        self.prompt_mode = mode
-        return out
+    def _send(self, ids: list[int], max_tokens: int, sampling, seed: int, until=None, **kw):
+        mode = self.prompt_mode or self._probe_prompt_mode(until)
+        return self.client.complete(self._prompt(ids, mode), max_tokens, sampling.temperature,
+                                    sampling.top_p, seed, until=until, **kw)
 
-    def chunk(self, ids: list[int], max_tokens: int, sampling, seed: int):
+    def _probe_prompt_mode(self, until=None) -> str:
+        """Token prompts or text, settled once by an explicit probe (never by a request's
+        error): a one-token request with a token prompt; if the server refuses it (a 4xx, or
+        llama-cpp-python's 500 of validation errors) and takes the same prompt as text, text.
+        A busy or unreachable server settles nothing (its error is the row's)."""
+        with self._probe_lock:
+            if self.prompt_mode is not None:
+                return self.prompt_mode
+            ids = self.tokenize("x") or [0]
+            try:
+                self.client.complete(self._prompt(ids, "ids"), 1, until=until)
+                self.prompt_mode = "ids"
+            except (Refused, Busy) as exc:
+                if isinstance(exc, Busy) and exc.status not in (500,):
+                    raise
+                self.client.complete(self._prompt(ids, "text"), 1, until=until)
+                self.prompt_mode = "text"
+            return self.prompt_mode
+
+    def chunk(self, ids: list[int], max_tokens: int, sampling, seed: int, until=None):
         """Free text until the next dot: (token ids, what follows them: "eos" | "probe" (the
         dot's token, or the end of text) | None at the length limit)."""
-        out = self._send(ids, max(1, max_tokens), sampling, seed, stop=[TRIGGER_STOP])
+        out = self._send(ids, max(1, max_tokens), sampling, seed, until, stop=[TRIGGER_STOP])
         toks = self.tokenize(out.text)
         if out.finish_reason == "length":
             return toks, None
@@ -196,13 +212,15 @@ class RemoteEngine:
             return toks, "eos"
         return toks, "probe"                   # the dot's whole token (`.append`) comes next
 
-    def probe(self, ids: list[int], sampling, seed: int):
+    def probe(self, ids: list[int], sampling, seed: int, until=None):
         """One token, no stops: what a chunk's ambiguous stop was."""
-        out = self._send(ids, 1, sampling, seed)
+        out = self._send(ids, 1, sampling, seed, until)
         return (self.tokenize(out.text), None) if out.text else ([], "eos")
 
-    def pick(self, ids: list[int], allowed: np.ndarray, sampling, seed: int) -> int:
-        """One token among `allowed`, chosen by the server's model."""
+    def pick(self, ids: list[int], allowed: np.ndarray, sampling, seed: int, until=None):
+        """One token among `allowed`, chosen by the server's model: (token, True) — or, when
+        the server's answer breaks the mask (it ignored the constraint), (its own token, False):
+        the step fails open with the model's token, never an arbitrary allowed one."""
         while True:
             mode = self.constraint
             kw = {}
@@ -211,18 +229,25 @@ class RemoteEngine:
             elif mode == "allowed_token_ids":
                 kw["allowed_token_ids"] = allowed.tolist()
             try:
-                out = self._send(ids, 1, sampling, seed, **kw)
-            except Refused:
-                if not self.auto or mode == "none":
+                out = self._send(ids, 1, sampling, seed, until, **kw)
+            except Refused as exc:
+                # auto: drop a constraint only when the server says it does not know it
+                if not self.auto or mode == "none" or not exc.names(mode):
                     raise
-                # auto: the server does not take this kind of constraint; try the next one
-                self.constraint = "allowed_token_ids" if mode == "logit_bias" else "none"
+                with self._probe_lock:
+                    if self.constraint == mode:
+                        self.constraint = "allowed_token_ids" if mode == "logit_bias" else "none"
+                        log.warning("%s does not take %s (%s): constrained steps use %s",
+                                    self.client.base, mode, exc.detail, self.constraint)
                 continue
             tok = self._match(out.text, allowed)
-            if tok is None:                    # the server ignored the constraint: fail open
-                self.ignored += 1
-                tok = int(allowed[0])
-            return tok
+            if tok is not None:
+                return tok, True
+            self.ignored += 1                  # the server ignored the constraint: fail open
+            own = self.tokenize(out.text)
+            if own:
+                return own[0], False
+            return (min(self.eos) if self.eos else int(allowed[0])), False
 
     def _bias(self, allowed: np.ndarray) -> dict:
         """+100 on the allowed ids (OpenAI: "exclusive selection"), or -100 on the others when
@@ -300,8 +325,13 @@ class RemoteBatch(Batch):
             fut, r.future = r.future, None
             kind, answer = fut.result()
             if kind == "pick":
+                tok, kept = answer
                 r.constrained += 1
-                self._row_step(r, i, answer, True, events)
+                if not kept:                   # the server ignored the mask: fail open
+                    open_ = [t for t in v.triggers if t.chosen is None and not t.failed_open]
+                    if open_:
+                        open_[-1].failed_open, open_[-1].reason = True, "remote: constraint not applied"
+                self._row_step(r, i, tok, True, events)
                 return True
             toks, after = answer
             r.pending.extend(toks)
@@ -347,6 +377,7 @@ class RemoteBatch(Batch):
         s = r.sampling
         ids = list(r.spec.prompt_ids) + list(v.tokens)
         seed = r.spec.seed + 7919 * r.requests
+        until = v.cancelled.is_set if v.cancelled is not None else None
         if allowed is not None and len(allowed) == 1:  # nothing to ask: the mask decides
             r.constrained += 1
             self._row_step(r, i, int(allowed[0]), True, events)
@@ -354,13 +385,13 @@ class RemoteBatch(Batch):
         r.requests += 1
         if allowed is not None:
             allowed = np.asarray(allowed)
-            r.future = eng.pool.submit(lambda: ("pick", eng.pick(ids, allowed, s, seed)))
+            r.future = eng.pool.submit(lambda: ("pick", eng.pick(ids, allowed, s, seed, until)))
         elif r.after == "probe":
             r.after = None
-            r.future = eng.pool.submit(lambda: ("chunk", eng.probe(ids, s, seed)))
+            r.future = eng.pool.submit(lambda: ("chunk", eng.probe(ids, s, seed, until)))
         else:
             left = min(CHUNK_TOKENS, s.max_new_tokens - len(v.tokens))
-            r.future = eng.pool.submit(lambda: ("chunk", eng.chunk(ids, left, s, seed)))
+            r.future = eng.pool.submit(lambda: ("chunk", eng.chunk(ids, left, s, seed, until)))
         return n > 0
 
     def _fail(self, r: Row, exc: Exception) -> None:
