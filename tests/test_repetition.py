@@ -45,3 +45,39 @@ def test_guide_stops_with_a_cut_and_rewinds(tiny_lm):
     assert row.text.count("\n") == 4            # stopped as soon as the third copy was complete
     g.rewind(row, 2)
     assert g.stop(row) is None
+
+
+def test_a_loop_inside_one_line_is_stopped():
+    from groundcode.decoding.guides.repetition import repeated_run
+    loop = "        return self.owner.get(self.owner.get(self.owner.get("
+    assert loop[: repeated_run(loop)] == "        return self.owner.get("
+    assert repeated_run("x = self._format_format_format_format")
+    assert repeated_run("x = f((((((((") == len("x = f(")
+    for fine in ("        return self.owner.get(self.owner.get(", "return None, None, None",
+                 "a = [0, 0, 0, 0, 0, 0]", "# ==========================", "x[0][0][0][0]",
+                 'print("-" * 40)', "    # self.a(self.a(self.a(self.a("):
+        assert repeated_run(fine) is None, fine
+
+
+def test_the_readme_fixture_loop_ends_at_once_with_the_monitor_on(tiny_lm, shop_repo):
+    """Issue 30: `generate shop/cart.py:Cart.last` wrote `return self.owner.get(self.owner.get(…`
+    for all 256 tokens, every `self.owner.` steered by the member vocabulary. A model that
+    writes that loop now: `self.owner` (a constructor argument) fails open, also with the
+    vocabulary on, and the row stops at the third copy with one kept."""
+    from dataclasses import replace
+
+    from scripted import scripted_generator
+
+    from groundcode.api import function_context
+    from groundcode.config import SamplingConfig
+    target = "        return self.owner.get(" * 1 + "self.owner.get(" * 12
+    ctx = function_context(shop_repo / "shop" / "cart.py", "Cart.last", shop_repo)
+    for vocabulary in (False, True):
+        gen = scripted_generator(tiny_lm, target)
+        gen = gen.view(monitor=replace(gen.monitor, vocabulary=vocabulary))
+        with gen:
+            out = gen.run([ctx], SamplingConfig(max_new_tokens=120))[0][0]
+        assert out.completion.strip() == "return self.owner.get(", out.completion
+        assert out.tokens < 40
+        owner = [t for t in out.triggers if t.receiver == "self.owner"]
+        assert owner and all(t.failed_open and t.vocabulary is None for t in owner)

@@ -106,10 +106,15 @@ def _write(mon, row, toks):
         ck.mark()
 
 
+OWNER_LITERAL = "class Cart:\n    def __init__(self):\n        self.owner = {}\n\n    def last(self):\n"
+OWNER_PARAM = "class Cart:\n    def __init__(self, owner):\n        self.owner = owner\n\n    def last(self):\n"
+
+
 def test_an_untyped_receiver_is_held_to_the_vocabulary_not_left_free(tmp_path):
+    # only where the class's text shows that its value is the project's own (here a literal)
     repo = _repo(tmp_path)
     fa, mon, row = _mon_row(repo, {"self": (("owner",), None), "self.owner": ((), "untyped")},
-                            "class Cart:\n    def last(self):\n")
+                            OWNER_LITERAL)
     _write(mon, row, ["        ", "return", " ", "self", ".", "owner", "."])
     assert fa.calls[-1] == "self.owner" and mon.state == NARROW
     rec = row.triggers[-1]
@@ -121,17 +126,42 @@ def test_an_untyped_receiver_is_held_to_the_vocabulary_not_left_free(tmp_path):
     assert {row.vocab.texts[i] for i in redo} == {"latest_update"}
 
 
-def test_an_unannotated_parameter_is_held_to_the_vocabulary_without_asking(tmp_path):
+def test_a_receiver_that_may_be_a_library_object_is_never_held(tmp_path):
+    """The README fixture's loop (issue 30): `self.owner = owner` is a constructor argument,
+    anything a caller passes (a library object whose members the project never writes); held
+    to the project's names, `self.owner.` was steered to `get(` over and over. A parameter, a
+    member of a member and a call's result fail open too."""
     repo = _repo(tmp_path)
+    fa, mon, row = _mon_row(repo, {"self": (("owner",), None), "self.owner": ((), "untyped")},
+                            OWNER_PARAM)
+    _write(mon, row, ["        ", "return", " ", "self", ".", "owner", "."])
+    rec = row.triggers[-1]
+    assert mon.state == WAIT and rec.failed_open and rec.reason == "untyped" and rec.vocabulary is None
     fa, mon, row = _mon_row(repo, {}, "class Cart:\n    def last(self, x):\n")
     _write(mon, row, ["        ", "return", " ", "x", "."])
     rec = row.triggers[-1]
-    assert "x" not in fa.calls and mon.state == NARROW
-    assert not rec.failed_open and rec.vocabulary == "inferred: unannotated parameter"
-    assert mon.nar.accepts("_updates") and mon.nar.accepts("latest_update")
-    assert not mon.nar.accepts("get_latest_item") and not mon.nar.accepts("size")   # written nowhere
-    redo = mon.check(row, TOKENS.index("size"))
-    assert {row.vocab.texts[i] for i in redo} == {"latest_update"}                 # written after `x.`
+    assert "x" not in fa.calls and mon.state == WAIT
+    assert rec.failed_open and rec.reason == "inferred: unannotated parameter" and rec.vocabulary is None
+    fa, mon, row = _mon_row(repo, {"self": (("owner",), None), "self.owner": (("x",), None),
+                                   "self.owner.x": ((), "untyped")}, OWNER_LITERAL)
+    _write(mon, row, ["        ", "return", " ", "self", ".", "owner", ".", "x", "."])
+    assert row.triggers[-1].failed_open and row.triggers[-1].vocabulary is None
+
+
+def test_provenance_says_which_receivers_may_be_library_objects():
+    from groundcode.decoding.guides.provenance import foreign
+    body = ("    m = re.match(p, s)\n    n = 3\n    items = []\n    for k in items:\n        pass\n"
+            "    with open(f) as fh:\n        pass\n    alias = n\n")
+    assert foreign("m", [], body) == "assigned a call's result or another name"
+    assert foreign("alias", [], body) == "assigned a call's result or another name"
+    assert foreign("k", [], body) and foreign("fh", [], body)
+    assert foreign("items", [], body) is None and foreign("n", [], body) is None
+    assert foreign("x", ["self", "x"], body) == "a parameter"
+    assert foreign("never_bound", [], body) == "bound where the text does not show"
+    assert foreign("f(x)", [], body) and foreign("d[k]", [], body) and foreign("a.b", [], body)
+    assert foreign("self.owner", [], OWNER_PARAM) and foreign("self.owner", [], OWNER_LITERAL) is None
+    assert foreign("self.owner.x", [], OWNER_LITERAL) == "a member of a member"
+    assert foreign("self", [], "") is None
 
 
 def test_dynamic_classes_and_the_vocabulary_off_still_fail_open(tmp_path):
@@ -182,7 +212,7 @@ def test_a_fresh_process_speculates_until_the_vocabulary_is_ready_then_verifies(
     repo = _repo(tmp_path)
     fa = FakeAnalyzer({})
     mon = DereferenceMonitor(fa, vocabulary=True)              # verify-first, speculation on
-    before = "class Cart:\n    def last(self, x):\n"
+    before = "class Cart:\n    def last(self):\n        x = {}\n"
     ctx = CodeContext(path=repo / "pkg" / "cart.py", repo=repo, before=before, after="",
                       lex_prefix=before[before.index("    def"):])
     row = RowView(0, ctx, VocabIndex(TOKENS))
@@ -202,23 +232,22 @@ def test_a_fresh_process_speculates_until_the_vocabulary_is_ready_then_verifies(
             break
     assert cut is not None and cut.length == 5                  # back to right after `x.`
     rec = row.triggers[-1]
-    assert rec.vocabulary == "inferred: unannotated parameter" and not rec.asked and not rec.failed_open
+    assert rec.vocabulary == "untyped" and rec.asked and not rec.failed_open
 
 
 def test_a_receiver_the_project_never_dots_into_is_steered_to_builtin_members(tmp_path):
     # nothing says which project names fit: a plain name is steered towards the builtin types'
     # members (an untyped loop variable is mostly a str, list or dict); a call or subscript
-    # receiver towards what the project writes after such a call or subscript, else it fails open
+    # receiver is never held (provenance.py: it may be a library object)
     repo = _repo(tmp_path)
     fa, mon, row = _mon_row(repo, {}, "class Cart:\n    def last(self):\n")
     assert mon._steer_for("self.owner") == {"latest_update", "rows"}
     assert mon._steer_for("never_dotted") == BUILTIN_MEMBERS
     assert mon._steer_for("f(x)") == frozenset() and mon._steer_for("d[k]") == frozenset()
-    assert mon._steer_for("self.rows[i]") == {"latest_update"}     # written after `rows[...]`
     TOK = TOKENS + ["registry", "append", "d", "[", "k", "]"]
     for receiver_toks, reason in ((["self", ".", "registry", "."], None), (["d", "[", "k", "]", "."], "untyped")):
         fa, mon, row = _mon_row(repo, {"self": (("registry",), None), "self.registry": ((), "untyped")},
-                                "class Cart:\n    def last(self, d):\n        d = {}\n")
+                                "class Cart:\n    def last(self, d):\n        self.registry = []\n        d = {}\n")
         row.vocab = VocabIndex(TOK)
         mon.reset(row)
         mon._vocab.names(row.context.path, mon._buffer, block=True)

@@ -104,7 +104,7 @@ def _print_triggers(gen, seconds: float) -> None:
 
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
-         sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=True,
+         sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=False,
          trust=False) -> None:
     _quiet_libraries()
     from .api import Generator
@@ -215,9 +215,9 @@ _DEADLINE = typer.Option(2.0, "--deadline", help="seconds per (warm) analysis ca
 _PRIV = typer.Option(False, "--hide-private", help="never suggest _private members")
 _NOSDK = typer.Option(False, "--no-sdk", help="boto3 clients: do not answer from botocore's service models (Jedi only)")
 _NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free (no KeywordArgMonitor on calls with a known signature)")
-_VOCAB = typer.Option(True, "--vocabulary/--no-vocabulary", help="where a receiver's type is unknown, "
-                      "hold the name to the names the project and the builtin types have (the default) "
-                      "or leave it free")
+_VOCAB = typer.Option(False, "--vocabulary/--no-vocabulary", help="where a receiver's type is unknown "
+                      "and it cannot be a library object, hold the name to the names the project and "
+                      "the builtin types have (off by default: such a name is left free)")
 _PYTHON = typer.Option(None, "--python", help="the interpreter or virtual environment whose installed "
                        "libraries the analyzer sees and may start (default: this interpreter, with the "
                        "repository venv's site-packages read as files)")

@@ -46,15 +46,15 @@ class MonitorConfig:
                                    # "inferred", since a caller the repository lacks may pass another type;
                                    # measured on the standing functions: no net fewer fail-opens and one
                                    # rollback of correct code, docs/BENCHMARKS.md (d))
-    vocabulary: bool = True        # where the receiver's type is unknown (untyped, an unannotated
-                                   # parameter, an empty answer) the name must exist somewhere in
-                                   # the project or the builtin types (analysis/vocabulary.py),
-                                   # steered towards what the project writes after the receiver's
-                                   # name, instead of being free ("dynamic" classes, unresolved
-                                   # imports and bases, call/subscript receivers, timeouts and late
-                                   # answers still fail open). Fail-open on the standing functions
-                                   # 21% → ~10% with no new false block; neutral on 300 dereference
-                                   # tasks with smollm2 (docs/BENCHMARK.md, BENCHMARKS.md (d))
+    vocabulary: bool = False       # opt-in: where the receiver's type is unknown ("untyped",
+                                   # "empty") and it cannot be a library object (not a parameter,
+                                   # a call's result, a member of a member, nor bound from
+                                   # outside: decoding/guides/provenance.py), the name must exist
+                                   # somewhere in the project or the builtin types
+                                   # (analysis/vocabulary.py), steered towards what the project
+                                   # writes after the receiver's name. Off by default: on 10
+                                   # packages outside the standing recipe its earlier, wider form
+                                   # forbade library members the project never writes (issue 30)
     python: str | None = None      # interpreter/venv whose libraries Jedi sees and which it may
                                    # start (None: groundcode's own, with the repository venv's
                                    # site-packages read as files; trust.py)

@@ -175,9 +175,9 @@ def run(
                                                    "(default: the loader's, float32 on CPU)."),
     declarations: bool = typer.Option(False, "--declarations/--no-declarations",
                                       help="Prepend the IDE's declarations at the cursor (enclosing class, repository classes it uses)."),
-    vocabulary: bool = typer.Option(True, "--vocabulary/--no-vocabulary",
+    vocabulary: bool = typer.Option(False, "--vocabulary/--no-vocabulary",
                                     help="Where a receiver's type is unknown, hold the name to the project's member "
-                                         "vocabulary (MonitorConfig.vocabulary, the default) or leave it free."),
+                                         "vocabulary (MonitorConfig.vocabulary, opt-in) or leave it free (the default)."),
     reproducible: bool = typer.Option(True, "--reproducible/--speculate",
                                       help="Wait for every analysis (samples independent of timing, load and "
                                            "process: the default) or speculate as the editor does (deadlines apply)."),

@@ -45,8 +45,8 @@ class RunConfig:
     reproducible: bool = True        # analysis waited for (MonitorConfig.reproducible): samples do
                                      # not depend on timing, load, process or task order; False:
                                      # the editor's path (speculation, deadlines)
-    vocabulary: bool = True          # untyped receivers held to the project's member vocabulary
-                                     # (MonitorConfig.vocabulary, the default); False: they fail open
+    vocabulary: bool = False         # untyped receivers held to the project's member vocabulary
+                                     # (MonitorConfig.vocabulary, opt-in); False: they fail open
 
 
 def parse_schedule(spec: str) -> tuple[tuple[float, int], ...]:

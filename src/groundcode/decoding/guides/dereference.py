@@ -29,12 +29,13 @@ class's text and the generated text assign (`self.x = ...`) and that the class's
 in the trigger record, where the answer cannot be trusted: empty answers, timeouts, classes with
 dynamic attributes or unresolved bases (the analyzer says so), and receivers whose type Jedi would
 only guess (an unannotated parameter, or a local bound to one). Dunders are always allowed.
-With the member vocabulary (`vocabulary=True`: MonitorConfig.vocabulary, on by default; verify-first
-hosts only), a receiver whose type is unknown ("untyped", "empty", an unannotated parameter)
-is checked against every name the project writes (analysis/vocabulary.py) and, when a sample
-does not fit, steered towards the names the project writes after the receiver's own name (or,
-where it writes none, the builtin types' members; a call or subscript of a name: what the
-project writes after such a call or subscript, else it fails open as before).
+With the member vocabulary (`vocabulary=True`: MonitorConfig.vocabulary, opt-in; verify-first
+hosts only), a receiver whose type is unknown ("untyped", "empty") and that cannot be a library
+object (provenance.py: not a parameter, a call's or subscript's result, a member of a member,
+nor bound from a call, another name, a loop or an import) is checked against every name the
+project writes (analysis/vocabulary.py) and, when a sample does not fit, steered towards the
+names the project writes after the receiver's own name (or, where it writes none, the builtin
+types' members). Every other unknown receiver fails open as before.
 
 Analysis is asked through the analyzer interface (analysis/base.py: `ask` -> ticket, polled with
 `result(0)`); the only blocking waits (a host that cannot roll back, the row's end) go through
@@ -65,6 +66,7 @@ from ...analysis.guards import isinstance_guards
 from ...analysis.wait import PatientWait, WaitPolicy
 from .base import Guide, Rollback, RowView, TriggerRecord, token_flags
 from .narrowing import Narrowing, is_dunder
+from .provenance import foreign
 
 WAIT, NARROW, FREE, PENDING, SPEC = "wait", "narrow", "free", "pending", "spec"
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -84,7 +86,7 @@ _PREFETCHES, _FILE_PREFETCHES = 8, 5
 # import or base class: those members are a library's that the analyzer cannot see, which the
 # project's own code need not write anywhere (pandas' `to_dict` in pypet: a correct name that a
 # first version of this rule rolled back); they fail open as before.
-_VOCABULARY_FOR = ("empty", "untyped", "inferred")
+_VOCABULARY_FOR = ("empty", "untyped")
 
 
 class _WithVocabulary:
@@ -109,28 +111,6 @@ class _WithVocabulary:
             left = None if end is None else max(0.0, end - time.monotonic())
             mon._vocab_names = mon._vocab.wait_names(mon.ctx.path, mon._buffer, left)
         return a if mon._vocab_names is not None else None
-
-
-def _call_or_subscript(receiver: str) -> str | None:
-    """`name()` / `name[]` for a receiver that ends in a call or subscript of a name
-    (`s.encode("idna")` → `encode()`, `self._states[k]` → `_states[]`); None otherwise."""
-    if not receiver.endswith((")", "]")):
-        return None
-    close = receiver[-1]
-    opener = "(" if close == ")" else "["
-    depth = 0
-    for i in range(len(receiver) - 1, -1, -1):
-        c = receiver[i]
-        if c in ")]":
-            depth += 1
-        elif c in "([":
-            depth -= 1
-            if depth == 0:
-                if c != opener:
-                    return None
-                m = re.search(r"([A-Za-z_]\w*)$", receiver[:i])
-                return f"{m.group(1)}{opener}{close}" if m else None
-    return None
 
 
 def _digest(text: str) -> str:
@@ -488,7 +468,7 @@ class DereferenceMonitor(Guide):
         names, steer = a.names, None
         if a.failed is not None or not a.names:
             why = a.failed or "empty"
-            names = self._vocabulary_for(why)
+            names = self._vocabulary_for(why, row, a.receiver)
             # steered only towards names the project writes after this receiver's name (else
             # builtin members): a model steered among thousands of unrelated names loops
             # (docs/BENCHMARK.md)
@@ -508,11 +488,17 @@ class DereferenceMonitor(Guide):
             hide = (lambda n, v=steer, d=hide: n not in v or (d is not None and d(n)))
         return Narrowing(row.vocab, names, hide=hide)
 
-    def _vocabulary_for(self, why: str) -> frozenset | None:
+    def _vocabulary_for(self, why: str, row: RowView, receiver: str) -> frozenset | None:
         """The project's member vocabulary where `why` says the receiver's type is unknown
-        (not where names are made up at run time, "dynamic", or the answer was not in time);
-        None: fail open (vocabulary off, or its first scan still running)."""
+        (not where names are made up at run time, "dynamic", or the answer was not in time)
+        and the receiver cannot be a library object (provenance.py: not a parameter, a call's
+        result, a member of a member — never through a name the vocabulary held —, nor bound
+        from outside); None: fail open (vocabulary off, its first scan still running, or a
+        receiver that may be a library's)."""
         if self._vocab is None or not why.startswith(_VOCABULARY_FOR):
+            return None
+        text = self._class_text if ident_run(receiver) in ("self", "cls") else self.body_prefix + row.text
+        if foreign(receiver, self._params, text) is not None:
             return None
         if self._vocab_names is None:      # a reproducible run waits: masks must not depend on timing
             self._vocab_names = self._vocab.names(self.ctx.path, self._buffer, block=self.reproducible)
@@ -528,8 +514,7 @@ class DereferenceMonitor(Guide):
             from ...analysis.vocabulary import BUILTIN_MEMBERS
             last = receiver.rsplit(".", 1)[-1]
             return self._vocab.after(self.ctx.path, self._buffer, last) or BUILTIN_MEMBERS
-        key = _call_or_subscript(receiver)
-        return self._vocab.after(self.ctx.path, self._buffer, key) if key else frozenset()
+        return frozenset()         # a call's or subscript's result: never held (provenance.py)
 
     def _cursor_name(self, row: RowView, typed: str) -> None:
         """The user already wrote `typed` after the dot: it counts as the name's start."""

@@ -7,6 +7,12 @@ holds code beyond bare punctuation/`pass`. The row stops with `Stop("repetition"
 text cut after the FIRST run — what was written once is kept, the echoes are dropped. Three
 copies by default: two identical consecutive lines are common in real code (`x += 1` twice,
 blank separators are ignored), three identical runs in a row rarely are.
+
+Inside one line too (`repeated_run`: a loop that never writes a newline, such as
+`self.owner.get(self.owner.get(self.owner.get(`, `_format_format_format_format` or
+`((((((((`): the line's text ends in identical runs of `p` characters holding a letter or
+`_` — 3 runs when p >= 8, 4 when 2 <= p < 8 (`None, None, None` stays legal), 8 of one bracket;
+never in a comment line. Cut after the first run, as for lines.
 Not here: the body's end (body_end.py), --stop line|statement (stop_at.py).
 Test: tests/test_repetition.py.
 """
@@ -44,6 +50,39 @@ def repeated_tail(text: str, copies: int = 3, max_period: int = 8) -> int | None
     return None
 
 
+_LINE_TAIL = 160                     # characters of the current line looked at
+
+
+def repeated_run(text: str, max_period: int = 40) -> int | None:
+    """Offset just after the first of the identical runs that end `text`'s current line (see
+    the module docstring), or None."""
+    start = text.rfind("\n") + 1
+    line = text[start:]
+    if len(line) < 8 or line.lstrip().startswith("#"):
+        return None
+    tail = line[-_LINE_TAIL:]
+    base = len(text) - len(tail)
+    n = len(tail)
+    if tail[-1] in "([" and n >= 8 and tail[-8:] == tail[-1] * 8:
+        k = n - 8
+        while k > 0 and tail[k - 1] == tail[-1]:
+            k -= 1
+        return base + k + 1
+    for p in range(2, max_period + 1):
+        copies = 3 if p >= 8 else 4
+        if copies * p > n:
+            break
+        run = tail[n - p:]
+        if not any(c.isalpha() or c == "_" for c in run):
+            continue
+        if all(tail[n - k * p: n - (k - 1) * p] == run for k in range(2, copies + 1)):
+            first = n - copies * p                    # the first run starts here
+            while first - p >= 0 and tail[first - p: first] == run:
+                first -= p
+            return base + first + p
+    return None
+
+
 class RepetitionStop(Guide):
     def __init__(self, copies: int = 3, max_period: int = 8):
         self.copies, self.max_period = copies, max_period
@@ -56,8 +95,11 @@ class RepetitionStop(Guide):
         self._cut = None
 
     def advance(self, row: RowView, token: int) -> None:
-        if self._newline[token] and self._cut is None:
-            self._cut = repeated_tail(row.text, self.copies, self.max_period)
+        if self._cut is None:
+            if self._newline[token]:
+                self._cut = repeated_tail(row.text, self.copies, self.max_period)
+            else:
+                self._cut = repeated_run(row.text)
         return None
 
     def stop(self, row: RowView):
