@@ -61,7 +61,7 @@ def _edited(ws: Path) -> tuple[str, int, int]:
 @pytest.fixture(scope="module")
 def client(ws, tiny_model_dir):
     svc = Service(ServeOptions(workspaces=[ws], model=str(tiny_model_dir), max_body_bytes=64 << 10))
-    with TestClient(create_app(svc), raise_server_exceptions=bool(os.environ.get("GC_RAISE"))) as c:
+    with TestClient(create_app(svc), base_url="http://127.0.0.1", raise_server_exceptions=bool(os.environ.get("GC_RAISE"))) as c:
         assert svc.prewarmed.wait(60)
         yield c
 
@@ -76,7 +76,7 @@ def no_fim_client(ws, tiny_model_dir):
     lm = load_model(str(tiny_model_dir))
     lm.template = TemplateFacts(context_length=lm.context_length)
     svc = Service(ServeOptions(workspaces=[ws], prewarm=False), generator=Generator(lm))
-    with TestClient(create_app(svc), raise_server_exceptions=False) as c:
+    with TestClient(create_app(svc), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
         yield c
 
 
@@ -295,7 +295,7 @@ def test_request_size_limit(client):
 def test_bearer_auth(ws, tiny_model_dir):
     svc = Service(ServeOptions(workspaces=[ws], model=str(tiny_model_dir), api_key="s3cret",
                                prewarm=False))
-    with TestClient(create_app(svc)) as c:
+    with TestClient(create_app(svc), base_url="http://127.0.0.1") as c:
         assert c.get("/health").status_code == 200          # open: liveness probes
         _one_line_error(c.get("/v1/models"), 401)
         _one_line_error(c.get("/v1/models", headers={"Authorization": "Bearer wrong"}), 401)
@@ -306,7 +306,7 @@ def test_deadline_cuts_a_long_completion(ws, tiny_model_dir):
     svc = Service(ServeOptions(workspaces=[ws], model=str(tiny_model_dir), deadline_s=1.5,
                                prewarm=False))
     text = (ws / "shop" / "cart.py").read_text() + "\n"       # a new top-level line: no block end
-    with TestClient(create_app(svc)) as c:
+    with TestClient(create_app(svc), base_url="http://127.0.0.1") as c:
         t0 = time.perf_counter()
         r = c.post("/v1/code/completions", json={"path": "shop/cart.py", "text": text,
                                                   "line": text.count("\n") + 1, "column": 0,

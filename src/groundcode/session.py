@@ -218,11 +218,12 @@ class Session:
         self._sched.put(stream)
         return stream
 
-    def warm(self, ctx_or_prompt_text) -> Stream:
+    def warm(self, ctx_or_prompt_text, deadline_s: float | None = None) -> Stream:
         """Prefill a prompt into the prefix cache and generate nothing (an editor's warm-up when
-        its context changes): the next request sharing that prefix starts from its KV cache."""
-        req = Request(context=ctx_or_prompt_text) if not isinstance(ctx_or_prompt_text, str) \
-            else Request(prompt_text=ctx_or_prompt_text)
+        its context changes): the next request sharing that prefix starts from its KV cache.
+        `deadline_s`: it ends (unfinished) by then."""
+        req = Request(context=ctx_or_prompt_text, deadline_s=deadline_s) if not isinstance(ctx_or_prompt_text, str) \
+            else Request(prompt_text=ctx_or_prompt_text, deadline_s=deadline_s)
         req.check()
         stream = Stream(req, 1)
         stream.warm_only = True
@@ -233,6 +234,11 @@ class Session:
     def stats(self) -> dict:
         """Rows running, requests waiting, prefix-cache entries and bytes (for servers' health)."""
         return self._sched.stats()
+
+    @property
+    def dead(self) -> str | None:
+        """Why the session's loop stopped for good (submit then raises), or None."""
+        return self._sched.dead
 
     def close(self) -> None:
         self._sched.close()

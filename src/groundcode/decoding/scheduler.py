@@ -30,6 +30,7 @@ Not here: the step (engine.py), streams and requests (session.py). Test: tests/t
 """
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -60,6 +61,14 @@ def release_memory() -> None:
 _TRIM = None
 
 # every live scheduler of the process (lookahead runs only while all of them are idle)
+log = logging.getLogger("groundcode.session")
+MAX_FAILED_TURNS = 5        # turns failing in a row before the session is declared dead
+
+
+class SessionDead(GroundcodeError):
+    """The session's loop stopped for good (servers answer 503)."""
+
+
 _ALL: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
 _ALL_LOCK = threading.Lock()
 
@@ -141,6 +150,8 @@ class Scheduler:
         self._waiting: deque = deque()
         self._prefilling: _Job | None = None
         self._closing = False
+        self.dead: str | None = None          # why the loop stopped for good (None: serving)
+        self.recovered = 0                    # turns that failed and were recovered from
         self._builders: dict = {}
         self._thread = threading.Thread(target=self._run, name="groundcode-scheduler", daemon=True)
         self._thread.start()
@@ -156,9 +167,15 @@ class Scheduler:
 
     # -- outside the thread -------------------------------------------------------------------
     def put(self, stream) -> None:
+        if self.dead is not None:
+            raise SessionDead(f"the session stopped: {self.dead}")
         if self._closing:
             raise GroundcodeError("the session is closed")
         self._q.put(stream)
+        if self.dead is not None or not self._thread.is_alive():
+            # it died (or was closed) between the check and the put: this stream is answered
+            # here, since nobody else will (its item may or may not have been failed already)
+            self._fail_all(f"the session stopped: {self.dead or 'closed'}")
         for sched in _schedulers():          # every session's lookahead gives way
             sched._interrupt()
 
@@ -193,13 +210,48 @@ class Scheduler:
 
     # -- the loop -----------------------------------------------------------------------------
     def _run(self) -> None:
+        """The loop: every turn is guarded. An unexpected error fails the rows and the request
+        being prepared or prefilled (their streams get an error, their KV memory is dropped) and
+        the loop goes on; MAX_FAILED_TURNS failures in a row mean it cannot, and the session is
+        dead (`dead` says why: submit raises, servers answer 503)."""
         import torch
-        with torch.inference_mode():
-            try:
-                while self._turn():
-                    pass
-            finally:
-                self._fail_all("the session was closed")
+        failed = 0
+        try:
+            with torch.inference_mode():
+                while True:
+                    try:
+                        if not self._turn():
+                            break
+                        failed = 0
+                    except Exception as exc:  # noqa: BLE001 (every error: the loop must not die)
+                        failed += 1
+                        self.recovered += 1
+                        log.error("scheduler turn failed (%d in a row): %s", failed, _one_line(exc))
+                        try:
+                            self._recover(exc)
+                        except Exception as again:    # noqa: BLE001
+                            failed = MAX_FAILED_TURNS
+                            exc = again
+                        if failed >= MAX_FAILED_TURNS:
+                            self.dead = _one_line(exc)
+                            break
+        except BaseException as exc:          # noqa: BLE001 (the thread itself is going down)
+            self.dead = self.dead or _one_line(exc)
+            raise
+        finally:
+            if self.dead is None and not self._closing:
+                self.dead = "the scheduler stopped"
+            self._fail_all(f"the session stopped: {self.dead}" if self.dead else "the session was closed")
+
+    def _recover(self, exc: BaseException) -> None:
+        """After a failed turn: the running rows and the job in preparation or prefill fail
+        (their requests get the error), the batch and its cache are dropped; waiting requests
+        stay queued."""
+        job, self._prefilling = self._prefilling, None
+        if job is not None and not job.failed:
+            self._error(job, exc)
+        self._fail_batch(exc)
+        self._ahead_live = [j for j in self._ahead_live if not j.stream.closed]
 
     def _turn(self) -> bool:
         # -- 1. intake ----------------------------------------------------------------------------
@@ -504,7 +556,11 @@ class Scheduler:
     def _fail_batch(self, exc: BaseException) -> None:
         jobs = {id(r.job): r.job for r in self.batch.rows}
         for job in jobs.values():
-            self._error(job, exc)
+            if not job.failed:
+                self._error(job, exc)
+            for r in job.rows:                # their analysis waits end too
+                if r.view.cancelled is not None:
+                    r.view.cancelled.set()
         self.batch = self._new_batch()
 
     def _fail_all(self, message: str) -> None:

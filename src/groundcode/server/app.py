@@ -66,21 +66,43 @@ def _validation_message(exc: RequestValidationError) -> str:
     return msg + (f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else "")
 
 
-class _Guard:
-    """ASGI middleware: bearer auth (when a key is set) and the request size limit. Raising an
-    HTTPException from `receive` lets FastAPI answer it (it re-raises HTTPExceptions that
-    happen while it reads the body)."""
+def authorized(headers: dict, key: bytes | None) -> bool:
+    """`Authorization: Bearer KEY` (the scheme case-insensitive, RFC 7235), or no key set."""
+    if key is None:
+        return True
+    scheme, _, token = headers.get(b"authorization", b"").strip().partition(b" ")
+    return scheme.lower() == b"bearer" and secrets.compare_digest(token.strip(), key)
 
-    def __init__(self, app, max_bytes: int, api_key: str | None):
+
+def host_of(value: bytes) -> str:
+    """The host of a Host header, without its port (`[::1]:8012` → `::1`)."""
+    h = value.decode("latin-1").strip().lower()
+    if h.startswith("["):
+        return h[1:h.find("]")] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+
+
+class _Guard:
+    """ASGI middleware: the Host allow-list (421 otherwise: a loopback server must not answer a
+    page that DNS rebinding pointed at it), bearer auth (when a key is set) and the request size
+    limit. Raising an HTTPException from `receive` lets FastAPI answer it (it re-raises
+    HTTPExceptions that happen while it reads the body)."""
+
+    def __init__(self, app, max_bytes: int, api_key: str | None, hosts=None):
         self.app, self.max_bytes = app, max_bytes
-        self.key = ("Bearer " + api_key).encode() if api_key else None
+        self.key = api_key.encode() if api_key else None
+        self.hosts = None if hosts is None or "*" in hosts else {h.lower().strip("[]") for h in hosts}
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers") or ())
+        if self.hosts is not None and host_of(headers.get(b"host", b"")) not in self.hosts:
+            return await _error(421, f"host {headers.get(b'host', b'').decode('latin-1')!r} is not "
+                                     "served here (groundcode serve --allow-host NAME)",
+                                "misdirected_request")(scope, receive, send)
         if self.key is not None and scope.get("path") not in OPEN_PATHS:
-            if not secrets.compare_digest(headers.get(b"authorization", b""), self.key):
+            if not authorized(headers, self.key):
                 resp = _error(401, "missing or wrong API key: send 'Authorization: Bearer KEY'",
                               "authentication_error", {"WWW-Authenticate": "Bearer"})
                 return await resp(scope, receive, send)
@@ -137,7 +159,9 @@ def create_app(service: Service) -> FastAPI:
     app = FastAPI(title="groundcode", version=__version__, description=DESCRIPTION,
                   lifespan=lifespan)
     app.state.service = service
-    app.add_middleware(_Guard, max_bytes=service.opts.max_body_bytes, api_key=service.opts.api_key)
+    app.add_middleware(_Guard, max_bytes=service.opts.max_body_bytes, api_key=service.opts.api_key,
+                       hosts=service.opts.hosts())
+    key = service.opts.api_key.encode() if service.opts.api_key else None
 
     def refused(status: int) -> None:
         service.stats.refused[status] = service.stats.refused.get(status, 0) + 1
@@ -195,8 +219,15 @@ def create_app(service: Service) -> FastAPI:
                 "server_ms": round((time.perf_counter() - t0) * 1e3, 2)}
 
     def failed(out) -> JSONResponse | None:
-        """A request the session could not serve: a 500 answered here (an exception would make
-        the server drop the connection, which a keep-alive client sees as a broken pipe)."""
+        """A request the session could not serve: a 504 when its deadline passed before it
+        wrote anything (or the session said nothing in time), a 503 when the session stopped,
+        a 500 for another failure — answered here (an exception would make the server drop
+        the connection, which a keep-alive client sees as a broken pipe)."""
+        if out.timed_out or out.expired_empty():
+            return _error(504, "the request's deadline passed before anything was written "
+                               f"(--deadline {service.opts.deadline_s:g} s)", "timeout_error")
+        if out.error and service.dead():
+            return _error(503, f"the server cannot decode: {service.dead()}".splitlines()[0])
         if out.error:
             return _error(500, f"generation failed: {out.error}".splitlines()[0])
         return None
@@ -210,7 +241,7 @@ def create_app(service: Service) -> FastAPI:
         rid, created, model = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time()), service.model_name
         if not body.stream:
             try:
-                out = await service.collect(stream, prep, request.is_disconnected)
+                out = await service.collect(stream, prep, request.is_disconnected, t0)
             finally:
                 ticket.release()
             if failed(out):
@@ -222,7 +253,7 @@ def create_app(service: Service) -> FastAPI:
         async def events():
             triggers = [[] for _ in range(prep.n)]
             gens = [None] * prep.n
-            async for ev in stream.aiter():
+            async for ev in service.updates(stream, t0):
                 if ev.kind == "text" and ev.text:
                     yield wire.sse(wire.openai_chunk(rid, created, model, ev.sample, ev.text))
                 elif ev.kind == "trigger":
@@ -260,7 +291,7 @@ def create_app(service: Service) -> FastAPI:
         ticket, stream = await start(prep, t0)
         if not body.stream:
             try:
-                out = await service.collect(stream, prep, request.is_disconnected)
+                out = await service.collect(stream, prep, request.is_disconnected, t0)
             finally:
                 ticket.release()
             if failed(out):
@@ -270,7 +301,7 @@ def create_app(service: Service) -> FastAPI:
 
         async def events():
             triggers = []
-            async for ev in stream.aiter():
+            async for ev in service.updates(stream, t0):
                 if ev.kind == "text" and ev.text:
                     yield wire.sse({"content": ev.text, "stop": False})
                 elif ev.kind == "trigger":
@@ -298,7 +329,7 @@ def create_app(service: Service) -> FastAPI:
         model = service.model_name
         if not body.stream:
             try:
-                out = await service.collect(stream, prep, request.is_disconnected)
+                out = await service.collect(stream, prep, request.is_disconnected, t0)
             finally:
                 ticket.release()
             if failed(out):
@@ -310,7 +341,7 @@ def create_app(service: Service) -> FastAPI:
 
         async def events():
             triggers = []
-            async for ev in stream.aiter():
+            async for ev in service.updates(stream, t0):
                 if ev.kind == "text" and ev.text:
                     yield wire.sse({"type": "text", "text": ev.text})
                 elif ev.kind == "trigger":
@@ -337,9 +368,15 @@ def create_app(service: Service) -> FastAPI:
                                             "created": int(service.started),
                                             "owned_by": "groundcode"}]}
 
-    @app.get("/health", summary="Liveness and load (never needs the API key)")
-    async def health():
+    @app.get("/health", summary="Liveness (never needs the API key); load and details with it")
+    async def health(request: Request):
         adm, st = service.admission, service.stats
+        dead = service.dead()
+        status = {"status": "not ok" if dead else "ok"}
+        if not authorized({k.encode("latin-1"): v.encode("latin-1") for k, v in request.headers.items()}, key):
+            return JSONResponse(status, status_code=503 if dead else 200)
+        if dead:
+            return JSONResponse({**status, "error": dead}, status_code=503)
         return {"status": "ok", "model": service.model_name, "fim": service.has_fim,
                 "workspaces": [str(r) for r in service.roots],
                 "prewarmed": service.prewarmed.is_set(),

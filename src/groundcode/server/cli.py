@@ -36,6 +36,10 @@ def serve_cmd(
                                                "allowed_token_ids or none"),
     host: str = typer.Option("127.0.0.1", "--host", help="address to bind (loopback by default)"),
     port: int = typer.Option(8012, "--port", help="TCP port (llama.vim's default is 8012)"),
+    allow_host: List[str] = typer.Option([], "--allow-host",
+                                         help="also answer requests whose Host header names this "
+                                              "(repeatable; loopback names and --host always are; "
+                                              "'*': any). Others get 421 (DNS rebinding)"),
     api_key: Optional[str] = typer.Option(None, "--api-key", envvar="GROUNDCODE_API_KEY",
                                           help="require 'Authorization: Bearer KEY' (also from "
                                                "$GROUNDCODE_API_KEY)"),
@@ -90,7 +94,8 @@ def serve_cmd(
                         dtype=dtype, analysis_deadline_s=analysis_deadline,
                         prewarm=not no_prewarm, lookahead=lookahead, remote_model=remote_model,
                         tokenizer=tokenizer,
-                        remote_constraint=remote_constraint, trust=trust,
+                        remote_constraint=remote_constraint, trust=trust, host=host,
+                        allow_hosts=list(allow_host),
                         python=str(python.expanduser()) if python else None)
     with err.status("loading model…", spinner="dots"):
         service = Service(opts)

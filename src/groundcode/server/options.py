@@ -30,3 +30,10 @@ class ServeOptions:
     remote_model: str | None = None  # the served model's name there (when it serves several)
     tokenizer: str | None = None     # the local tokenizer that matches it
     remote_constraint: str = "auto"  # logit_bias, allowed_token_ids or none
+    host: str = "127.0.0.1"          # the bound address (always an allowed Host)
+    allow_hosts: list[str] = field(default_factory=list)   # more Host names to answer ("*": any)
+
+    def hosts(self) -> list[str]:
+        """The Host header values answered (others: 421): loopback names, the bound address,
+        and --allow-host."""
+        return ["127.0.0.1", "localhost", "::1", self.host, *self.allow_hosts]

@@ -18,6 +18,10 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 
+SEED = dict(ge=-1, lt=2 ** 63)         # a seed the sampler's generator takes (else 400); -1:
+                                       # llama.cpp's "any seed" (0 here)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -39,7 +43,7 @@ class CompletionRequest(_Strict):
     top_p: float = Field(1.0, gt=0, le=1)
     n: int = Field(1, ge=1)
     stop: Union[str, list[str], None] = None
-    seed: Optional[int] = None
+    seed: Optional[int] = Field(None, **SEED)
     stream: bool = False
     stream_options: Optional[dict[str, Any]] = None  # {"include_usage": true}
     logit_bias: Optional[dict[str, float]] = None   # token id -> bias added to its logit
@@ -71,7 +75,7 @@ class InfillRequest(_Strict):
     stream: bool = False
     cache_prompt: bool = True                       # always true here (the session's prefix cache)
     stop: list[str] = Field(default_factory=list)
-    seed: Optional[int] = None
+    seed: Optional[int] = Field(None, **SEED)
     response_fields: Optional[list[str]] = None     # llama.cpp: keep only these ("timings/prompt_n")
     # llama.cpp sampling and scheduling options clients send; accepted and ignored
     top_k: Optional[int] = None
@@ -96,6 +100,6 @@ class CodeRequest(_Strict):
     max_tokens: int = Field(64, ge=1)
     temperature: float = Field(0.0, ge=0, le=2)
     top_p: float = Field(1.0, gt=0, le=1)
-    seed: int = 0
+    seed: int = Field(0, **SEED)
     until: Literal["block", "statement", "line"] = "block"   # where the completion ends
     stream: bool = False

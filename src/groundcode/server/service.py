@@ -31,6 +31,8 @@ from .guard import ClientError, check_position, check_text, cursor_of, inside
 from .options import ServeOptions
 from .schemas import CodeRequest, CompletionRequest, InfillRequest
 
+GRACE_S = 1.0                     # a request ends by its deadline plus this, whatever happens
+DEADLINE_MESSAGE = "the request's deadline passed before it could be answered"
 DEFAULT_INFILL_TOKENS = 128       # llama.vim's n_predict; used for n_predict: -1
 MAX_STOP = 32                     # OpenAI allows 4; Continue sends its template's and its own
 
@@ -54,6 +56,14 @@ class Outcome:
     triggers: list                    # TriggerRecords per sample, in order
     error: str | None = None
     cancelled: bool = False
+    timed_out: bool = False           # the request's deadline (plus a grace second) passed with
+                                      # the session silent, or before anything was written: 504
+
+    def expired_empty(self) -> bool:
+        """Every sample ended by the deadline with no text (it passed in the queue)."""
+        gens = [g for g in self.generations if g is not None]
+        return bool(gens) and len(gens) == len(self.generations) and \
+            all(g.finish_reason == "deadline" and not g.completion for g in gens)
 
 
 @dataclass
@@ -173,7 +183,7 @@ class Service:
         if n > 1 and temperature <= 0:
             raise ClientError("n > 1 needs temperature > 0 (greedy decoding gives one answer)")
         try:
-            return SamplingConfig(temperature=temperature, top_p=top_p, seed=seed or 0,
+            return SamplingConfig(temperature=temperature, top_p=top_p, seed=seed if seed is not None and seed >= 0 else 0,
                                   max_new_tokens=max_tokens, stop=until)
         except GroundcodeError as exc:
             raise ClientError(str(exc)) from None
@@ -327,24 +337,64 @@ class Service:
     def submit(self, prep: Prepared, t0: float):
         """Hand the request to the session with what is left of its deadline."""
         prep.request = replace(prep.request, deadline_s=max(0.05, self.remaining(t0)))
+        from ..decoding.scheduler import SessionDead
         try:
             return self.session.submit(prep.request)
+        except SessionDead as exc:
+            raise ClientError(str(exc), 503) from None
         except GroundcodeError as exc:
             raise ClientError(str(exc)) from None
+
+    def dead(self) -> str | None:
+        """Why the session stopped serving for good, or None."""
+        return self.session.dead
+
+    async def updates(self, stream, t0: float):
+        """The stream's updates, ending by the request's deadline plus a grace second whatever
+        the session does (then the stream is cancelled and a final ERROR update says so)."""
+        from ..session import ERROR, Update
+        it = stream.aiter().__aiter__()
+        end = t0 + self.opts.deadline_s + GRACE_S
+        try:
+            while True:
+                left = end - time.perf_counter()
+                try:
+                    u = await asyncio.wait_for(it.__anext__(), max(0.0, left))
+                except StopAsyncIteration:
+                    return
+                except asyncio.TimeoutError:
+                    stream.cancel()
+                    yield Update(ERROR, error=DEADLINE_MESSAGE)
+                    return
+                yield u
+        finally:
+            await it.aclose()
 
     def warm(self, prep: Prepared, t0: float) -> float:
         """n_predict 0: prefill only (waits for it, within the deadline); returns the
         milliseconds it took."""
+        from ..decoding.scheduler import SessionDead
         t = time.perf_counter()
+        left = max(0.05, self.remaining(t0))
         try:
-            self.session.warm(prep.warm).result(timeout=max(0.05, self.remaining(t0)))
+            stream = self.session.warm(prep.warm, deadline_s=left)
+        except SessionDead as exc:
+            raise ClientError(str(exc), 503) from None
         except GroundcodeError as exc:
             raise ClientError(str(exc)) from None
+        try:
+            stream.result(timeout=left + GRACE_S)
+        except GroundcodeError as exc:
+            stream.cancel()
+            if time.perf_counter() - t >= left:
+                raise ClientError(f"the warm-up did not finish within the deadline ({left:.1f} s)", 504) from None
+            raise ClientError(str(exc), 503 if self.dead() else 500) from None
         return (time.perf_counter() - t) * 1e3
 
-    async def collect(self, stream, prep: Prepared, is_disconnected=None) -> Outcome:
-        """Wait for every sample of `stream`; a client that goes away cancels it in the session
-        (polled every 50 ms: a plain request has no other sign of a closed connection)."""
+    async def collect(self, stream, prep: Prepared, is_disconnected=None, t0: float | None = None) -> Outcome:
+        """Wait for every sample of `stream`, until the request's deadline (plus a grace
+        second) at most; a client that goes away cancels it in the session (polled every
+        50 ms: a plain request has no other sign of a closed connection)."""
         out = Outcome([None] * prep.n, [[] for _ in range(prep.n)])
         watcher = None
         if is_disconnected is not None:
@@ -357,13 +407,16 @@ class Service:
                         return
             watcher = asyncio.create_task(watch())
         try:
-            async for ev in stream.aiter():
+            async for ev in self.updates(stream, time.perf_counter() if t0 is None else t0):
                 if ev.kind == "trigger":
                     out.triggers[ev.sample].append(ev.trigger)
                 elif ev.kind == "done":
                     out.generations[ev.sample] = ev.result
                 elif ev.kind == "error":
-                    out.error = ev.error
+                    if ev.error == DEADLINE_MESSAGE:
+                        out.timed_out = True
+                    else:
+                        out.error = ev.error
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -373,7 +426,9 @@ class Service:
         return out
 
     def count(self, out: Outcome) -> None:
-        if out.cancelled:
+        if out.timed_out or out.expired_empty():
+            self.stats.refused[504] = self.stats.refused.get(504, 0) + 1
+        elif out.cancelled:
             self.stats.cancelled += 1
         elif out.error:
             self.stats.errors += 1

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 
-# Session finish reasons -> OpenAI's two (a deadline cuts the text like the token limit does).
-_FINISH = {"eos": "stop", "stop": "stop", "length": "length", "deadline": "length",
+# Session finish reasons -> OpenAI's (a deadline says so: it is not the token limit; a request
+# whose deadline passed before it wrote anything is a 504, never a 200).
+_FINISH = {"eos": "stop", "stop": "stop", "length": "length", "deadline": "deadline",
            "cancelled": "stop"}
 
 
@@ -126,7 +127,7 @@ def pick_fields(d: dict, fields: list | None) -> dict:
 
 def infill_answer(gen, prep, model: str, triggers=None) -> dict:
     d = {"content": gen.completion, "stop": True, "model": model,
-         "stop_type": "limit" if gen.finish_reason in ("length", "deadline") else "eos",
+         "stop_type": {"length": "limit", "deadline": "deadline"}.get(gen.finish_reason, "eos"),
          "tokens_predicted": int(gen.tokens),
          "tokens_evaluated": int(getattr(gen, "prompt_tokens", 0) or 0),
          "timings": _infill_timings(gen),
