@@ -115,3 +115,31 @@ def test_text_helpers():
         "Deletes a Queue & more.\n\n- a"
     assert first_sentence("This operation is not supported for directory buckets. Returns objects. "
                           "More.") == "Returns objects."
+
+
+def test_index_out_never_replaces_a_directory_that_is_not_an_index(tmp_path):
+    """Issue 28: `index api|snippets --out DIR` deleted DIR whatever it held."""
+    from groundcode.cli import app
+    src = tmp_path / "project"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "mod.py").write_text("x = 1\n")
+    for cmd in (["index", "api", "--services", "sqs"], ["index", "snippets", "--no-dense"]):
+        r = CliRunner().invoke(app, [*cmd, "-o", str(src)])
+        assert r.exit_code != 0 and "holds no" in r.output, r.output
+        assert (src / "pkg" / "mod.py").read_text() == "x = 1\n"
+    # an index of ours is replaced, and the old one stays until the new one is complete
+    out = tmp_path / "idx"
+    assert CliRunner().invoke(app, ["index", "api", "--services", "sqs", "-o", str(out)]).exit_code == 0
+    from groundcode.retrieval import api_index
+
+    def broken(keys):
+        raise RuntimeError("injected: the build fails half way")
+    real = api_index.BM25.build
+    api_index.BM25.build = broken
+    try:
+        r = CliRunner().invoke(app, ["index", "api", "--services", "sqs", "-o", str(out)])
+    finally:
+        api_index.BM25.build = real
+    assert r.exit_code != 0
+    assert len(ApiIndex.open(out)) > 10                                  # the old index is intact
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".idx.")]   # nothing left over

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Iterable
 
@@ -57,9 +56,9 @@ class ApiIndex:
     # -- building -----------------------------------------------------------------------------
     @classmethod
     def build(cls, entries: Iterable[ApiEntry], directory: Path, meta: dict | None = None) -> "ApiIndex":
+        from .index_dir import install, staging
         directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".api-index-", dir=directory.parent))
+        tmp = staging(directory, "api.sqlite", "API")
         try:
             db = sqlite3.connect(tmp / "api.sqlite")
             db.executescript(_SCHEMA)
@@ -76,9 +75,7 @@ class ApiIndex:
             db.commit()
             db.close()
             BM25.build(keys).save(tmp / "bm25")
-            if directory.exists():
-                shutil.rmtree(directory)
-            tmp.rename(directory)
+            install(tmp, directory)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -60,9 +60,11 @@ def api(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index dire
     from .api_index import ApiIndex
     from .api_sources import botocore_entries, python_entries
     out = out or default_api_dir()
+    from .index_dir import check
     t0 = time.perf_counter()
     ex = None
     try:
+        check(out, "api.sqlite", "API")      # before any work: never over someone's directory
         if not botocore and not package:
             raise GroundcodeError("nothing to index: --botocore or --package NAME")
         ex = _executor(executor, ray_address, workers)
@@ -155,6 +157,11 @@ def snippets(
     from .snippet_index import SnippetIndex, default_dir
     from .snippet_sources import jsonl_snippets, locate, package_snippets
     out = out or default_dir()
+    from .index_dir import check
+    try:
+        check(out, "manifest.json", "snippet")   # before any work: never over someone's directory
+    except GroundcodeError as e:
+        _fail(e)
     names = list(dict.fromkeys((list(DEFAULT_LIBRARIES) if libraries else []) + list(package)))
     t0 = time.perf_counter()
     ex = None

@@ -63,14 +63,23 @@ class SnippetIndex:
     @classmethod
     def build(cls, snippets, directory: Path, meta: dict | None = None, dense: bool = True,
               dense_model: str | None = None, summaries: dict | None = None, progress=None) -> "SnippetIndex":
+        from .index_dir import check, install, staging
         directory = Path(directory)
+        check(directory, "manifest.json", "snippet")
         t0 = time.perf_counter()
         uniq, dup = dedupe(snippets)
         if not uniq:
             raise GroundcodeError("no snippets to index")
-        tmp = directory.with_name(directory.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        tmp = staging(directory, "manifest.json", "snippet")
+        try:
+            return cls._build(uniq, dup, tmp, directory, meta, dense, dense_model, summaries, progress, t0)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def _build(cls, uniq, dup, tmp, directory, meta, dense, dense_model, summaries, progress, t0):
+        from .index_dir import install
         with open(tmp / "snippets.jsonl", "w", encoding="utf-8") as f:
             for s in uniq:
                 f.write(json.dumps(s.to_json(), ensure_ascii=False) + "\n")
@@ -93,9 +102,7 @@ class SnippetIndex:
         timings["total_s"] = round(time.perf_counter() - t0, 3)
         manifest["build_timings"] = timings
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        if directory.exists():
-            shutil.rmtree(directory)
-        tmp.rename(directory)
+        install(tmp, directory)
         return cls.open(directory)
 
     @classmethod
