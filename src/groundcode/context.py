@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import GroundcodeError
+from .lines import split_lines
 from .pycode import Lexer, function_header, indentation
 from .repo import find_function, find_repo_root, read_source, text_version
 
@@ -125,7 +126,7 @@ class Splice:
 
 def statement_tail(before: str, max_lines: int = 2000) -> str:
     """`before` from the last line that starts a top-level statement (column 0)."""
-    lines = before.splitlines(keepends=True)
+    lines = split_lines(before, keepends=True)
     lo = max(0, len(lines) - max_lines)
     for k in range(len(lines) - 1, lo - 1, -1):
         ln = lines[k]
@@ -141,7 +142,7 @@ def region_context(path: str | Path, repo: str | Path, text: str, line: int, col
     """Write inside the function whose `def` (at column `indent`, line `def_line`) ends at
     `end_line`, from (line, col) on: col 0 is a body after its docstring (the completion starts
     with the body's indentation); col > 0 continues a statement. Stops when the function ends."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)
     cur = lines[line - 1] if line <= len(lines) else ""
     before = "".join(lines[: line - 1]) + cur[:col]
     if col == 0 and before and not before.endswith("\n"):
@@ -149,7 +150,7 @@ def region_context(path: str | Path, repo: str | Path, text: str, line: int, col
     lead = ""
     if col == 0:
         body = reference if reference is not None else "".join(lines[line - 1: end_line])
-        first = next((ln for ln in body.splitlines() if ln.strip()), "")
+        first = next((ln for ln in split_lines(body) if ln.strip()), "")
         lead = indentation(first) or " " * (indent + 4)
     return CodeContext(path=Path(path), repo=Path(repo), before=before,
                        after="".join(lines[end_line:]), stop_indent=indent, scope=scope,
@@ -165,7 +166,7 @@ def function_context(file: str | Path, qualname: str, repo: str | Path | None = 
     path = Path(file)
     text = read_source(path) if text is None else text
     site = find_function(text, qualname, path)
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)
     reference = "".join(lines[site.body_line - 1: site.end_line])
     return region_context(path, Path(repo) if repo else find_repo_root(path), text, site.body_line,
                           0, site.end_line, site.indent, qualname, site.def_line, reference)
@@ -177,7 +178,7 @@ def cursor_context(file: str | Path, line: int, column: int, repo: str | Path | 
     `text`: the file's unsaved text (an editor buffer) instead of the disk's."""
     path = Path(file)
     text = read_source(path) if text is None else text
-    lines = text.splitlines(keepends=True) or [""]
+    lines = split_lines(text, keepends=True) or [""]
     if not 1 <= line <= len(lines) + 1:
         raise GroundcodeError(f"{path}: line {line} is outside the file (1..{len(lines)})")
     cur = lines[line - 1].rstrip("\r\n") if line <= len(lines) else ""

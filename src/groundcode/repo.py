@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import GroundcodeError
+from .lines import split_lines
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def find_function(text: str, qualname: str, path: Path | None = None) -> Functio
         body = node.body
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise GroundcodeError(f"{qualname!r} is a class, not a function")
-    site = site_of(node, qualname, len(parts) > 1, text.splitlines())
+    site = site_of(node, qualname, len(parts) > 1, split_lines(text))
     if site.body_line <= site.def_line and not site.docstring:
         raise GroundcodeError(f"{qualname!r} is a one-line function; nothing to generate")
     return site

@@ -72,7 +72,8 @@ def inside(roots: list[Path], path: str, must_exist: bool = True) -> Path:
 
 
 def check_position(text: str, line: int, column: int) -> None:
-    lines = text.splitlines() or [""]
+    from ..lines import split_lines
+    lines = split_lines(text) or [""]
     if text.endswith(("\n", "\r")):
         lines.append("")                # the empty line after a final line break
     if not 1 <= line <= len(lines):
@@ -83,6 +84,6 @@ def check_position(text: str, line: int, column: int) -> None:
 
 
 def cursor_of(prefix: str) -> tuple[int, int]:
-    """(line 1-based, column 0-based) of the end of `prefix`."""
-    line = prefix.count("\n") + 1
-    return line, len(prefix) - (prefix.rfind("\n") + 1)
+    """(line 1-based, column 0-based) of the end of `prefix` (lines.py's line breaks)."""
+    from ..lines import end_position
+    return end_position(prefix)

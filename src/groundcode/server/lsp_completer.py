@@ -31,7 +31,7 @@ from ..config import SamplingConfig
 from ..errors import GroundcodeError
 from . import lsp_text
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")   # LSP's line breaks (str.splitlines knows more)
+from ..lines import LINE_BREAK as _LINE_BREAK   # LSP's line breaks (str.splitlines knows more)
 
 
 @dataclass
