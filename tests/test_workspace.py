@@ -55,6 +55,22 @@ def test_buffers_over_the_disk_and_paths_inside_the_roots(repo, tmp_path):
     assert ws.text(cart) == disk
 
 
+def test_overlay_stamps_follow_content_across_a_rebuilt_workspace(repo):
+    """Issue 28: stamps hashed (path, version) and a new Workspace counts from 1 again: after
+    the LSP rebuilt it (folders changed), another text under the same version number got the
+    old stamp, and the analyzer's cache served the old buffer's answer."""
+    cart, reg = repo / "shop" / "cart.py", repo / "shop" / "registry.py"
+    a = Workspace([repo])
+    a.open(reg, reg.read_text() + "\n# one\n")
+    b = Workspace([repo])
+    b.open(reg, reg.read_text() + "\n# two\n")
+    assert a.version == b.version                        # the same counter value ...
+    assert a.overlay(exclude=cart).stamp != b.overlay(exclude=cart).stamp   # ... other stamps
+    c = Workspace([repo])
+    c.open(reg, reg.read_text() + "\n# one\n")
+    assert c.overlay(exclude=cart).stamp == a.overlay(exclude=cart).stamp   # same text, same answer
+
+
 def test_contexts_from_unsaved_text(repo):
     cart = repo / "shop" / "cart.py"
     unsaved = cart.read_text().replace("    def add(self, item):", NEW_METHOD + "    def add(self, item):")

@@ -43,7 +43,7 @@ class Workspace:
             self.roots.append(p)
         self.python = Path(python).expanduser() if python else None
         self.trust = bool(trust)
-        self._buffers: dict[Path, tuple[str, int]] = {}     # path -> (text, version when set)
+        self._buffers: dict[Path, tuple[str, str]] = {}     # path -> (text, its content hash)
         self._version = 0
         self._lock = threading.Lock()
 
@@ -85,7 +85,7 @@ class Workspace:
             if old is not None and old[0] == text:
                 return
             self._version += 1
-            self._buffers[p] = (text, self._version)
+            self._buffers[p] = (text, text_version(text))
 
     def text(self, path: str | Path) -> str:
         p = self.resolve(path)
@@ -98,7 +98,10 @@ class Workspace:
         return self._version
 
     def overlay(self, exclude: str | Path | None = None) -> Overlay:
-        """The open buffers other than `exclude`, with a stamp of their versions."""
+        """The open buffers other than `exclude`, with a stamp of their paths and contents (a
+        content hash, not a counter: a Workspace rebuilt by the LSP counts from 1 again, and
+        the analyzer's cache must not serve an answer made for other text under the same
+        number)."""
         skip = self.resolve(exclude) if exclude is not None else None
         with self._lock:
             items = sorted((str(p), t, v) for p, (t, v) in self._buffers.items() if p != skip)
