@@ -221,3 +221,19 @@ def test_seeds_out_of_range_are_400(ws, tiny_model_dir):
         r = c.post("/v1/completions", json={"prompt": "x = ", "max_tokens": 2, "seed": 2 ** 63 - 100,
                                             "temperature": 0.5})
         assert r.status_code == 200, r.text
+
+
+def test_the_structured_endpoint_reads_only_source_files_under_a_cap(ws, tiny_model_dir):
+    """Issue 28: without `text` it read any workspace file whole into the model's context."""
+    (ws / ".env").write_text("SECRET=1\n")
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config.py").write_text("token = 1\n")
+    (ws / "notes.txt").write_text("private\n")
+    (ws / "shop" / "big.py").write_text("x = 1\n" * 200)
+    svc, c = _client(ws, tiny_model_dir, max_file_bytes=1000)
+    with c:
+        for path, status in ((".env", 403), (".git/config.py", 403), ("notes.txt", 403), ("shop/big.py", 413)):
+            r = c.post("/v1/code/completions", json={"path": path, "line": 1, "column": 0, "max_tokens": 2})
+            assert r.status_code == status, (path, r.text)
+        r = c.post("/v1/code/completions", json={"path": "shop/cart.py", "line": 2, "column": 0, "max_tokens": 2})
+        assert r.status_code == 200, r.text

@@ -264,3 +264,13 @@ def test_a_receiver_the_project_never_dots_into_is_steered_to_builtin_members(tm
             assert "append" in redo and "latest_update" not in redo
         else:
             assert rec.failed_open and rec.reason == reason and mon.state == WAIT
+
+
+def test_the_scan_reads_only_regular_files(tmp_path):
+    """Issue 28: a FIFO named *.py blocked the scan forever."""
+    import os
+    repo = _repo(tmp_path)
+    os.mkfifo(repo / "pkg" / "pipe.py")
+    v = ProjectVocabulary(repo)
+    assert v.wait(10)
+    assert "latest_update" in v.names(repo / "pkg" / "cart.py", "", block=True)

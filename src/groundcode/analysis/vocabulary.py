@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import keyword
+import stat
 import threading
 import time
 import tokenize
@@ -164,6 +165,8 @@ class ProjectVocabulary:
                     st = p.stat()
                 except OSError:
                     continue
+                if not stat.S_ISREG(st.st_mode):      # a FIFO, socket or device named *.py
+                    continue                           # would block or never end: skipped
                 old = self._files.get(key)
                 if old is not None and old[0] == st.st_mtime and old[1] == st.st_size:
                     continue

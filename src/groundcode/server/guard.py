@@ -71,6 +71,28 @@ def inside(roots: list[Path], path: str, must_exist: bool = True) -> Path:
     raise ClientError(f"file not found in the served workspaces: {path}", 404)
 
 
+SOURCE_SUFFIXES = (".py", ".pyi")      # the files of the workspace's languages the server reads
+VCS_DIRS = {".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"}
+
+
+def readable_source(roots: list[Path], real: Path, max_bytes: int) -> None:
+    """A file the server may read whole into a prompt (a request that sends no buffer): a
+    source file of the workspace's languages, under `max_bytes`, never a dotfile or anything
+    under a dot directory or a VCS directory (`.env`, `.git/config`). ClientError otherwise."""
+    root = max((r for r in roots if real == r or r in real.parents), key=lambda r: len(r.parts), default=None)
+    parts = real.relative_to(root).parts if root is not None else real.parts
+    if any(p.startswith(".") or p in VCS_DIRS for p in parts):
+        raise ClientError(f"{real.name}: dotfiles, dot directories and VCS directories are never read; "
+                          "send the buffer as `text`", 403)
+    if real.suffix not in SOURCE_SUFFIXES:
+        raise ClientError(f"{real.name}: not a source file the server reads ({', '.join(SOURCE_SUFFIXES)}); "
+                          "send the buffer as `text`", 403)
+    size = real.stat().st_size
+    if size > max_bytes:
+        raise ClientError(f"{real.name} is {size} bytes, above the limit for files read from disk "
+                          f"({max_bytes} bytes)", 413)
+
+
 def check_position(text: str, line: int, column: int) -> None:
     from ..lines import split_lines
     lines = split_lines(text) or [""]

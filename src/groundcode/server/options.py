@@ -18,6 +18,7 @@ class ServeOptions:
     deadline_s: float = 30.0         # wall-clock budget per request (queue wait included)
     max_body_bytes: int = 2 << 20    # larger request bodies: 413
     max_tokens_cap: int = 1024       # max_tokens / n_predict above this: 400
+    max_file_bytes: int = 2 << 20    # a workspace file read from disk (no `text`) above this: 413
     max_n: int = 8                   # samples per request
     device: str | None = None
     dtype: str | None = None

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..config import MonitorConfig, SamplingConfig
 from ..errors import GroundcodeError
 from .admission import Admission
-from .guard import ClientError, check_position, check_text, cursor_of, inside
+from .guard import ClientError, check_position, check_text, cursor_of, inside, readable_source
 from .options import ServeOptions
 from .schemas import CodeRequest, CompletionRequest, InfillRequest
 
@@ -323,6 +323,7 @@ class Service:
         text = b.text
         if text is None:
             real = inside(self.roots, b.path)
+            readable_source(self.roots, real, self.opts.max_file_bytes)
             try:
                 text = self.workspace.text(real)
             except GroundcodeError as exc:
