@@ -134,8 +134,10 @@ def test_an_early_exit_inside_the_tests_exec_does_not_pass(data):
     rec = ds.execute(ps, comps, SandboxConfig(wall_s=10, cpu_s=10), workers=2)[0]
     assert rec["passed"] == [False, False, True]
     assert rec["reasons"][:2] == ["exit 0 before the tests finished (no nonce in the output)"] * 2
-    prog = ds.test_program(ps[0], "x = 1\n", "NONCE-1")
-    assert prog == ds.test_program(ps[0], "x = 1\n") + "print('NONCE-1', flush=True)\n"   # after the tests
+    from groundcode.evaluation.execution import NONCE_EPILOGUE
+    prog = ds.test_program(ps[0], "x = 1\n", True)
+    assert prog == ds.test_program(ps[0], "x = 1\n") + NONCE_EPILOGUE     # after the tests
+    assert "groundcode-tests-done" not in prog                        # the nonce is in no file
 
 
 def test_pass_at_5_uses_the_unbiased_estimator():

@@ -318,18 +318,44 @@ def test_files_in_tmpfs_count_as_memory_and_dev_is_read_only(cap):
 
 
 def test_a_run_with_a_nonce_passes_only_if_the_nonce_is_printed_after_the_tests():
+    from groundcode.evaluation.execution import NONCE_EPILOGUE
     nonce = new_nonce()
     tests = "assert sorted([3, 1, 2]) == [1, 2, 3]\n"
-    ok = run_program(tests + f"print({nonce!r})\n", SandboxConfig(wall_s=10), nonce=nonce)
-    assert ok.passed and ok.reason == "ok"
+    ok = run_program(tests + NONCE_EPILOGUE, SandboxConfig(wall_s=10), nonce=nonce)
+    assert ok.passed and ok.reason == "ok", ok
     for early in ("import sys; sys.exit(0)\n", "import os; os._exit(0)\n"):
-        r = run_program(early + tests + f"print({nonce!r})\n", SandboxConfig(wall_s=10), nonce=nonce)
+        r = run_program(early + tests + NONCE_EPILOGUE, SandboxConfig(wall_s=10), nonce=nonce)
         assert r.exit_code == 0 and not r.passed and not r.killed
         assert r.reason == "exit 0 before the tests finished (no nonce in the output)"
-    failed = run_program("assert 1 == 2\n" + f"print({nonce!r})\n", SandboxConfig(wall_s=10), nonce=nonce)
+    failed = run_program("assert 1 == 2\n" + NONCE_EPILOGUE, SandboxConfig(wall_s=10), nonce=nonce)
     assert not failed.passed and failed.reason == "exit 1: AssertionError"
     other = run_program(f"print({new_nonce()!r})\n", SandboxConfig(wall_s=10), nonce=nonce)
     assert not other.passed                                 # another run's nonce does not count
+
+
+def test_the_code_under_test_cannot_read_the_nonce_from_a_file_or_the_environment():
+    """Issue 28: the nonce was a literal in /job/main.py; code under test could read it, print
+    it and exit 0 before its tests."""
+    from groundcode.evaluation.execution import NONCE_EPILOGUE
+    nonce = new_nonce()
+    cheat = ("import os, re, sys\n"
+             "seen = open(__file__).read() + repr(dict(os.environ))\n"
+             "for d, _, fs in os.walk('/job'):\n"
+             "    for f in fs: seen += open(os.path.join(d, f)).read()\n"
+             "m = re.search(r'groundcode-tests-done-[0-9a-f]+', seen)\n"
+             "print(m.group(0) if m else 'not found'); sys.exit(0)\n")
+    r = run_program(cheat + "assert False\n" + NONCE_EPILOGUE, SandboxConfig(wall_s=10), nonce=nonce)
+    assert "not found" in r.stdout and not r.passed, r
+
+
+def test_the_hosts_etc_is_not_visible_only_what_an_interpreter_needs():
+    probe = ("import os\n"
+             "print(sorted(os.listdir('/etc')))\n"
+             "print(os.path.exists('/etc/ld.so.cache'), os.path.exists('/etc/shadow'), os.path.exists('/etc/apt'))\n")
+    r = run_program(probe, SandboxConfig(wall_s=10))
+    assert r.passed, r
+    last = r.stdout.strip().splitlines()[-1]
+    assert last == "True False False", r.stdout
 
 
 def test_why_a_run_was_killed_is_recorded():

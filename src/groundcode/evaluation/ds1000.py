@@ -9,7 +9,7 @@ exactly the official harness's:
     code_context + "\\n" + f"code = {code!r}\\n" + "test_execution(code)\\n"
                  + ("test_string(code)\\n" if "test_string(" in code_context else "\\n")
 
-followed, when executed here, by `print(<nonce>)`: a fresh per-run token the sandbox must see in
+followed, when executed here, by printing the run's nonce (read from an inherited pipe: execution.NONCE_EPILOGUE), a fresh per-run token the sandbox must see in
 the output, so a sample that calls `sys.exit(0)` inside the test's `exec` does not pass. It runs
 in a fresh sandboxed process (evaluation/execution.py; 120 s as upstream). A problem
 whose modules (its library, or anything its test imports, e.g. seaborn or tensorflow) the
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import GroundcodeError
-from .execution import ExecutionResult, SandboxConfig, new_nonce, run_many
+from .execution import NONCE_EPILOGUE, ExecutionResult, SandboxConfig, new_nonce, run_many
 from ..jsonl import read_jsonl
 from .metrics import pass_at_k
 
@@ -156,12 +156,13 @@ def extract_code(completion: str) -> str:
     return code.replace("<code>", "")
 
 
-def test_program(problem: Problem, code: str, nonce: str | None = None) -> str:
-    """The official DS-1000 test program for one sample's code (then printing `nonce`, when given)."""
+def test_program(problem: Problem, code: str, nonce: bool = False) -> str:
+    """The official DS-1000 test program for one sample's code (then printing the run's nonce,
+    read from its pipe, when `nonce`: execution.NONCE_EPILOGUE)."""
     ctx = problem.code_context
     return (ctx + "\n" + f"code = {code!r}\n" + "test_execution(code)\n"
             + ("test_string(code)\n" if "test_string(" in ctx else "\n")
-            + (f"print({nonce!r}, flush=True)\n" if nonce else ""))
+            + (NONCE_EPILOGUE if nonce else ""))
 
 
 def sandbox_config(**overrides) -> SandboxConfig:
@@ -178,7 +179,7 @@ def execute(problems: list[Problem], completions: dict[str, list[str]], config: 
     """Run every sample of every problem; one result record per problem, keyed by task_id."""
     jobs = [(q, i, extract_code(c)) for q in problems for i, c in enumerate(completions.get(q.task_id, []))]
     nonces = [new_nonce() for _ in jobs]
-    results: list[ExecutionResult] = run_many([test_program(q, code, n) for (q, _, code), n in zip(jobs, nonces)],
+    results: list[ExecutionResult] = run_many([test_program(q, code, True) for q, _, code in jobs],
                                               config, workers=workers, env=SANDBOX_ENV, progress=progress,
                                               nonces=nonces)
     per: dict[str, dict] = {}

@@ -23,7 +23,12 @@ Mode "bwrap" (the default) runs the program under bubblewrap (Debian package `bu
   own PID namespace under `--die-with-parent`, every process it forked dies with it;
 - stdout/stderr drained continuously, only their last `output_bytes` kept;
 - with a `nonce` (new_nonce()), a run passes only if its output holds the nonce, which the test
-  program prints after its tests: exiting 0 early (`sys.exit(0)` in the code under test) fails.
+  program prints after its tests (NONCE_EPILOGUE): exiting 0 early (`sys.exit(0)` in the code
+  under test) fails. The nonce reaches the program on an inherited pipe, never in a file or the
+  environment (only the pipe's fd number is), so the code under test cannot read and print it;
+- /etc is not bound whole: only what an interpreter and its libraries read (ETC_FILES: the
+  dynamic loader's cache, locale, timezone, name service basics, SSL certificates, mime types),
+  never the host's configuration and credentials.
 
 Default ceilings: 2 GiB of memory for the whole tree (tmpfs included), 32 processes + threads,
 60 s of CPU and wall clock, 64 MB per file, a 256 MB /tmp and a 64 MB /dev/shm (both inside the
@@ -135,6 +140,13 @@ os.write(fd, b"%d\n" % st)
 os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
 """
 
+# The parts of /etc an interpreter and its libraries read; nothing else of the host's /etc.
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+             "/etc/timezone", "/etc/locale.alias", "/etc/locale.gen", "/etc/nsswitch.conf",
+             "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/host.conf", "/etc/mime.types",
+             "/etc/ssl/certs", "/etc/ca-certificates", "/etc/alternatives", "/etc/matplotlibrc",
+             "/etc/fonts", "/etc/protocols", "/etc/services")
+
 _BASE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": "/tmp",
@@ -183,8 +195,8 @@ def _view(config: SandboxConfig, python: str) -> list[str]:
         p = Path("/") / d
         if p.is_symlink():
             args += ["--symlink", os.readlink(p), str(p)]
-    binds = ["/usr", "/etc"] + [d for d in ("/bin", "/lib", "/lib32", "/lib64", "/sbin")
-                                  if os.path.isdir(d) and not os.path.islink(d)]
+    binds = ["/usr"] + [e for e in ETC_FILES if os.path.exists(e)] + \
+        [d for d in ("/bin", "/lib", "/lib32", "/lib64", "/sbin") if os.path.isdir(d) and not os.path.islink(d)]
     binds += list(_python_paths(python)) + [str(Path(p).resolve()) for p in config.ro_paths]
     made: set[str] = {"/tmp", "/dev", "/dev/shm"}   # mounted above, keep their modes
     done: list[str] = []
@@ -276,6 +288,14 @@ def new_nonce() -> str:
     return "groundcode-tests-done-" + secrets.token_hex(12)
 
 
+NONCE_FD_ENV = "GC_NONCE_FD"
+# What a test program ends with: it reads the nonce from an inherited pipe (the fd number is in
+# the environment; the nonce is in no file and no variable the code under test can read before
+# this line runs) and prints it.
+NONCE_EPILOGUE = ("import os as _gc_os\n"
+                  f"print(_gc_os.read(int(_gc_os.environ[{NONCE_FD_ENV!r}]), 256).decode(), flush=True)\n")
+
+
 def _killed_by(timed_out: bool, memory: bool, code: int | None) -> str:
     if memory:
         return "memory"
@@ -332,11 +352,19 @@ def run_program(source: str, config: SandboxConfig | None = None, env: dict | No
         prog.write_text(source, encoding="utf-8")
         os.chmod(prog, 0o644)
         status_r, status_w = os.pipe()
+        fds = [status_w]
+        if nonce is not None:                 # the nonce travels on a pipe (see NONCE_EPILOGUE)
+            nonce_r, nonce_w = os.pipe()
+            os.write(nonce_w, nonce.encode() + b"\n")
+            os.close(nonce_w)
+            fds.append(nonce_r)
         uid = _sandbox_uid() if (bwrap and os.geteuid() == 0) else -1
         shim_args = [str(status_w), str(uid), str(int(config.cpu_s)), str((config.address_mb or config.memory_mb) << 20),
                      str(config.file_mb << 20), str(config.procs), str(config.open_files), "--"]
         run_env = dict(_BASE_ENV)
         run_env.update(env or {})
+        if nonce is not None:
+            run_env[NONCE_FD_ENV] = str(nonce_r)
         if bwrap:
             inner = [python, "-I", "-S", "-c", _SHIM, *shim_args, python, "/job/main.py"]
             cmd = [bwrap, *_namespaces(), *_view(config, python),
@@ -355,9 +383,10 @@ def run_program(source: str, config: SandboxConfig | None = None, env: dict | No
         cmd = cap.wrap(cmd)
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=run_env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(status_w,),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=tuple(fds),
                                 start_new_session=True)
-        os.close(status_w)
+        for fd in fds:
+            os.close(fd)
         cap.watch(proc.pid, lambda: _kill_group(proc, wait=False))
         out, err = _Tail(proc.stdout, config.output_bytes), _Tail(proc.stderr, config.output_bytes)
         if stdin:
