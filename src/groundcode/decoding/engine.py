@@ -179,9 +179,13 @@ class Engine:
         self.attention = attention.NAME if attention.install(model) else None
         import inspect
         try:       # prefill computes the last position's logits only, where the model allows it
-            self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
+            params = inspect.signature(model.forward).parameters
         except (TypeError, ValueError):
-            self._keep_arg = False
+            params = {}
+        self._keep_arg = "logits_to_keep" in params
+        # transformers >= 5.24 names the KV cache `cache` (`past_key_values` warns, and goes in
+        # 5.40); older versions and test doubles take `past_key_values`
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
 
     @property
     def device(self):
@@ -204,10 +208,11 @@ class Engine:
     def forward(self, ids, attn, past, pos, last_only: bool = True):
         """Logits [B, V] of the last new column (last_only) or [B, W, V] of every one."""
         kw = {"logits_to_keep": 1 if last_only else 0} if self._keep_arg else {}
-        out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos,
-                         past_key_values=past, use_cache=True, **kw)
+        kw[self._cache_arg] = past
+        out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, **kw)
         logits = out.logits[:, -1] if last_only else out.logits
-        return logits[..., : self.width].float(), out.past_key_values
+        cache = out.cache if self._cache_arg == "cache" else out.past_key_values
+        return logits[..., : self.width].float(), cache
 
     def prefill(self, prompt: list[int], prefix_cache=None, cancelled=None, chunk: int = PREFILL_CHUNK):
         """One prompt alone, to the end (see `Prefill`); None when `cancelled()` turned true."""
