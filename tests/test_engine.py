@@ -407,7 +407,8 @@ class _WideHead(torch.nn.Module):
 
     def forward(self, input_ids, **kw):
         out = self.inner(input_ids=input_ids, **kw)
-        extra = torch.full(out.logits.shape[:-1] + (24,), 1e4)
+        extra = torch.full(out.logits.shape[:-1] + (24,), 1e4, device=out.logits.device,
+                           dtype=out.logits.dtype)      # on the model's device (CUDA too)
         out.logits = torch.cat([out.logits, extra], -1)
         return out
 

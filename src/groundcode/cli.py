@@ -49,6 +49,11 @@ def error(message: str) -> None:
 
 
 def _quiet_libraries() -> None:
+    import warnings
+    # a library's deprecation notice is said once per run, not once per forward pass (a
+    # 27-minute `bench run` logged thousands); their causes are fixed where they are ours
+    warnings.filterwarnings("once", category=FutureWarning)
+    warnings.filterwarnings("once", category=DeprecationWarning)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:

@@ -72,6 +72,15 @@ def _register() -> None:
         _registered = True
 
 
+def supported() -> bool:
+    """This transformers has the attention and mask interfaces the path registers with."""
+    try:
+        _register()
+        return True
+    except ImportError:
+        return False
+
+
 def install(model) -> bool:
     """Switch a model that uses sdpa attention on a CPU to `groundcode` attention; True if done
     (or done before). Other models (CUDA, eager, flash, a test double without a config or

@@ -43,8 +43,10 @@ def recipe_subset(spec: str) -> dict:
 
 def _progress():
     """The progress bar of the long bench commands (elapsed and remaining time)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
-    return Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from ..progress import progress_bar
+    return progress_bar("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TimeRemainingColumn())
 
 

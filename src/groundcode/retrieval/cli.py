@@ -56,7 +56,7 @@ def api(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index dire
         ray_address: Optional[str] = typer.Option(None, help=RAY_ADDRESS_HELP),
         workers: int = typer.Option(2, help="Ray actors (with --executor ray).")):
     """Build the API index: botocore operations and/or installed packages' callables."""
-    from rich.progress import Progress
+    from ..progress import progress_bar
     from .api_index import ApiIndex
     from .api_sources import botocore_entries, python_entries
     out = out or default_api_dir()
@@ -69,7 +69,7 @@ def api(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Index dire
             raise GroundcodeError("nothing to index: --botocore or --package NAME")
         ex = _executor(executor, ray_address, workers)
         meta = {"built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        with Progress(transient=True) as bar:
+        with progress_bar(transient=True) as bar:
             def sharded():
                 from .sharded import api_entries
                 svcs = []
@@ -152,7 +152,7 @@ def snippets(
     workers: int = typer.Option(2, help="Ray actors (with --executor ray)."),
 ):
     """Build the snippet index: docstring examples of installed libraries and/or user JSONL."""
-    from rich.progress import Progress
+    from ..progress import progress_bar
 
     from .snippet_index import SnippetIndex, default_dir
     from .snippet_sources import jsonl_snippets, locate, package_snippets
@@ -179,7 +179,7 @@ def snippets(
             typer.echo(f"not installed for {python or sys.executable}, skipped: {', '.join(skipped)}", err=True)
         if not infos and not jsonl:
             raise GroundcodeError(f"none of {', '.join(names)} is installed for {python or sys.executable}")
-        with Progress(transient=True) as bar:
+        with progress_bar(transient=True) as bar:
             if ex is None:
                 per_package = []
                 for name, info in infos.items():
@@ -207,7 +207,7 @@ def snippets(
             from .contamination import Contamination
             found, meta["decontamination"] = Contamination(list(read_jsonl(ds1000))).filter(found)
             meta["decontamination"]["against"] = Path(ds1000).name
-        with Progress(transient=True) as bar:
+        with progress_bar(transient=True) as bar:
             bar.add_task("indexing", total=None)
             idx = SnippetIndex.build(found, out, meta, dense=dense, summaries=summaries)
     except GroundcodeError as e:

@@ -339,8 +339,10 @@ class _bar:
         return super().__new__(cls)
 
     def __init__(self, enabled: bool, total: int):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        self.p = Progress(TextColumn("augment"), BarColumn(), MofNCompleteColumn(), TextColumn("files ·"),
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+        from ..progress import progress_bar
+        self.p = progress_bar(TextColumn("augment"), BarColumn(), MofNCompleteColumn(), TextColumn("files ·"),
                           TextColumn("{task.fields[functions]} functions"), TimeElapsedColumn())
         self.p.start()
         self.t = self.p.add_task("files", total=total, functions=0)
