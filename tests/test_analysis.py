@@ -449,3 +449,42 @@ def test_an_empty_answer_says_what_the_analyzer_knew(tmp_path, receiver, reason)
     line = next(k for k, ln in enumerate(lines, 1) if ln.strip() == receiver + ".")
     names, _, note = complete_members(str(tmp_path), code, str(tmp_path / "e.py"), line, len(lines[line - 1]))
     assert note == reason
+
+
+def test_questions_of_rows_that_ended_are_dropped_from_the_queue(shop_repo):
+    """Issue 28: the queued questions of preempted lookahead rows stayed ahead of the new
+    request's; a question every asker of which has ended is dropped, never run."""
+    import threading
+    f, code, line, col = _partial(shop_repo)
+    a = JediAnalyzer(shop_repo, deadline_s=30, workers="thread", worker_fn=_logging_worker)
+    ran: list[str] = []
+    gone, alive = threading.Event(), threading.Event()
+
+    def ask(tag, ended, prefetch=False):
+        t = a.ask(MembersQuery(Splice(code + "#" + tag, line, col, f), tag, (tag,), prefetch=prefetch,
+                               ended=ended))
+        t._fut.add_done_callback(lambda fut: ran.append(tag) if not fut.cancelled() else None)
+        return t
+    first = ask("first", alive)                                # runs now
+    stale = [ask(f"stale{k}", gone) for k in range(3)]        # a lookahead row's, queued
+    shared = ask("shared", gone)
+    ask("shared", None)                                        # joined by a row that goes on
+    gone.set()                                                 # the lookahead row is preempted
+    new = ask("new", alive)
+    assert new.result(30).names == {"new"} and first.result(30).names == {"first"}
+    assert list(dict.fromkeys(ran)) == ["first", "shared", "new"], ran   # "shared": two tickets, one call
+    assert a.dropped == 3 and all(t.result(0) is not None for t in stale)   # they fail open
+    a.close()
+
+
+def test_a_completed_prewarm_makes_the_analyzer_warm(shop_repo):
+    """Issue 28: the 20 s cold deadline outlived a completed prewarm."""
+    a = JediAnalyzer(shop_repo, deadline_s=2.0, workers="thread")
+    assert a.deadline() == a.cold_deadline_s
+    code = (shop_repo / "shop" / "cart.py").read_text()
+    a.prewarm(Splice(code, 1, 0, shop_repo / "shop" / "cart.py"))
+    end = time.time() + 60
+    while a.deadline() != 2.0 and time.time() < end:
+        time.sleep(0.05)
+    assert a.deadline() == 2.0
+    a.close()

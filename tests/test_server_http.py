@@ -433,3 +433,21 @@ def test_client_disconnect_cancels_the_request(server, stream):
             break
         time.sleep(0.2)
     assert h["active"] == 0 and h["cancelled"] > before, h
+
+
+@pytest.mark.parametrize("grounded", [False, True])
+def test_llama_vims_warm_up_prefills_the_prompt_its_real_request_builds(client, grounded):
+    """Issue 28: the warm-up prefilled blocks + prefix while the real request's prompt had the
+    suffix and its own layout, so the real request found nothing cached (tokens_cached 0)."""
+    import uuid
+    tag = uuid.uuid4().hex[:8]
+    req = {"input_prefix": f"# {tag}\nclass Cart:\n    def add(self, item):\n",
+           "input_suffix": "\n\n    def last(self):\n        return 1\n",
+           "input_extra": [{"text": f"def helper_{tag}():\n    return 1\n", "filename": "h.py"}],
+           "prompt": "        return ", "n_predict": 6, "cache_prompt": True}
+    if grounded:
+        req["groundcode"] = {"path": "shop/new_module.py"}
+    r = client.post("/infill", json=dict(req, n_predict=0))
+    assert r.status_code == 200, r.text
+    d = client.post("/infill", json=req).json()
+    assert d["tokens_cached"] > 0, d

@@ -89,7 +89,8 @@ class Generator:
         self.batch_rows = batch_rows
         self._analyzers: dict[tuple, object] = {}
         from .analysis.wait import WaitPolicy
-        self.waits = WaitPolicy()          # one analysis-wait budget shared by every row
+        self.waits = WaitPolicy()          # the analysis-wait window of this generator's rows (the
+                                           # session gives each request a view with its own)
         import threading
         self._shared = {"lock": threading.RLock()}   # the session, shared with views
 
@@ -136,6 +137,11 @@ class Generator:
         root = Path(repo).resolve()
         py = str(python) if python else None
         key = (root, py, trust, m.deadline_s, m.hide_private, m.hide_dunder, m.sdk)
+        with self._shared["lock"]:      # the scheduler, a prewarm and a server thread may all ask
+            return self._analyzer(key, root, python, trust, m)
+
+    def _analyzer(self, key, root, python, trust, m):
+        py = key[1]
         a = self._analyzers.get(key) or self._analyzers.get((root, py))   # set_analyzer serves all
         if a is None:
             from .analysis.jedi_client import JediAnalyzer

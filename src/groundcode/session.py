@@ -218,12 +218,19 @@ class Session:
         self._sched.put(stream)
         return stream
 
-    def warm(self, ctx_or_prompt_text, deadline_s: float | None = None) -> Stream:
+    def warm(self, what, deadline_s: float | None = None) -> Stream:
         """Prefill a prompt into the prefix cache and generate nothing (an editor's warm-up when
         its context changes): the next request sharing that prefix starts from its KV cache.
-        `deadline_s`: it ends (unfinished) by then."""
-        req = Request(context=ctx_or_prompt_text, deadline_s=deadline_s) if not isinstance(ctx_or_prompt_text, str) \
-            else Request(prompt_text=ctx_or_prompt_text, deadline_s=deadline_s)
+        `what`: the Request the real one will be (its prompt is built exactly so: the same
+        blocks, suffix and token budget), or a context, or prompt text. `deadline_s`: it ends
+        (unfinished) by then."""
+        from dataclasses import replace
+        if isinstance(what, Request):
+            req = replace(what, n=1, deadline_s=deadline_s if deadline_s is not None else what.deadline_s)
+        elif isinstance(what, str):
+            req = Request(prompt_text=what, deadline_s=deadline_s)
+        else:
+            req = Request(context=what, deadline_s=deadline_s)
         req.check()
         stream = Stream(req, 1)
         stream.warm_only = True

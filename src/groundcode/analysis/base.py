@@ -51,6 +51,8 @@ class MembersQuery:
     prefetch: bool = False           # a guess made ahead of time: a failed answer is not cached
     soon: bool = False               # a guess whose trigger is likely a line away (a local just
                                      # bound): answered before the other guesses waiting
+    ended: Any = None                # the asking row's end (is_set()): a question still queued
+                                     # when every row that asked it has ended is dropped
 
 
 @dataclass(frozen=True, eq=False)

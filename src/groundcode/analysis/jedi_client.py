@@ -119,6 +119,7 @@ class JediAnalyzer:
         self._pool = self._new_pool()
         _LIVE.add(self)
         self.calls = 0
+        self.dropped = 0                              # queued questions of cancelled rows
         self.timeouts = 0
         self.errors = 0
         self.restarts = 0
@@ -155,7 +156,8 @@ class JediAnalyzer:
                 return Answered(Analysis(query.receiver, hit.names, 0.0, True, hit.failed, hit.kinds,
                                          hit.hidden))
         guess = query.__class__ is MembersQuery and query.prefetch
-        fut = self._submit(query.at, full, query.receiver, guess, guess and query.soon)
+        fut = self._submit(query.at, full, query.receiver, guess, guess and query.soon,
+                           getattr(query, "ended", None))
         return JediTicket(self, fut, query.receiver)
 
     def prewarm(self, at) -> None:
@@ -167,7 +169,14 @@ class JediAnalyzer:
             if key in self._warmed:
                 return
             self._warmed.add(key)
-            self._run(warm_file, self._job(at, overlay), urgent=False)
+            fut = self._run(warm_file, self._job(at, overlay), urgent=False)
+        fut.add_done_callback(self._prewarmed)
+
+    def _prewarmed(self, fut: cf.Future) -> None:
+        """A prewarm that ran to the end started the worker, imported Jedi and parsed the file:
+        the cold deadline is spent, the next trigger gets the warm one."""
+        if not fut.cancelled() and fut.exception() is None:
+            self._warm = True
 
     def close(self) -> None:
         """Stop the worker now (a busy or hung Jedi must not delay the caller's exit). The
@@ -240,10 +249,26 @@ class JediAnalyzer:
             inner.set_exception(exc)
         inner.add_done_callback(lambda f: self._finished(f, fut))
 
+    def _next(self):
+        """The next waiting call whose askers still want it (self._lock held): a question of
+        rows that were all cancelled or preempted since is dropped, never run."""
+        while self._urgent or self._later:
+            line = self._urgent or self._later
+            item = line.pop(0)
+            ends = getattr(item[2], "_gc_ends", None)
+            if ends and all(e is not None and e.is_set() for e in ends):
+                item[2].cancel()
+                self.dropped += 1
+                for k, f in list(self._inflight.items()):
+                    if f is item[2]:
+                        del self._inflight[k]
+                continue
+            return item
+        return None
+
     def _finished(self, inner: cf.Future, fut: cf.Future) -> None:
         with self._lock:
-            line = self._urgent or self._later
-            nxt = line.pop(0) if line else None
+            nxt = self._next()
             if nxt is None:
                 self._busy = False
         try:
@@ -276,19 +301,26 @@ class JediAnalyzer:
         self.restarts += 1
         self._kill(old, wait=False)
 
-    def _submit(self, at, key: tuple, receiver: str, prefetch: bool, soon: bool = False) -> cf.Future:
-        """Start (or join) the call for `key`; its answer is cached whenever it lands."""
+    def _submit(self, at, key: tuple, receiver: str, prefetch: bool, soon: bool = False,
+                ended=None) -> cf.Future:
+        """Start (or join) the call for `key`; its answer is cached whenever it lands. `ended`:
+        the asking row's end (an Event): once every asker's is set, a call still waiting is
+        dropped (`_next`)."""
         with self._lock:
             fut = self._inflight.get(key)
             if fut is not None:
                 if not prefetch:
                     self._promote(fut)
+                ends = getattr(fut, "_gc_ends", None)
+                if ends is not None:
+                    ends.append(ended)
                 return fut
             self._restart_if_hung()
             self.calls += 1
             fut = self._run(self.worker_fn, self._job(at, at.overlay or _NO_OVERLAY), urgent=not prefetch,
                             soon=soon)
             fut._gc_t0 = time.perf_counter()
+            fut._gc_ends = [ended]
             self._inflight[key] = fut
         fut.add_done_callback(lambda f: self._landed(f, key, receiver, prefetch))
         return fut

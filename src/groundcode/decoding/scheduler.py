@@ -288,6 +288,9 @@ class Scheduler:
         self._admit()
         # -- 4. step, 5. evict, 6. feed -------------------------------------------------------------
         if self.batch.rows:
+            for job in {id(r.job): r.job for r in self.batch.rows}.values():
+                if job.gen is not None:
+                    job.gen.waits.new_step()  # a wait window lasts one step (analysis/wait.py)
             try:
                 events = self.batch.step()
             except Exception as exc:          # the model or the batch itself failed
@@ -387,6 +390,9 @@ class Scheduler:
         job.t_admit = time.perf_counter()
         try:
             gen = job.gen = self.gen.view(req.monitor, req.tools)
+            from ..analysis.wait import WaitPolicy
+            gen.waits = WaitPolicy()          # this request's own window: another request's
+                                              # stalled repository never cuts its waits short
             pconf = req.prompt or gen.prompts.config
             grounded = req.context is not None
             raw = req.prompt_ids is not None      # token ids: the model as is (a remote back end)

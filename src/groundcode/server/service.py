@@ -44,7 +44,7 @@ class Prepared:
     grounded: bool
     path: str | None = None           # the file, relative to its workspace when it is in one
     note: str = ""                    # why it is not grounded / what was not used
-    warm: object = None               # n_predict 0: what to prefill (a CodeContext or text)
+    warm: object = None               # n_predict 0: the Request the real one will be (prefilled only)
     n: int = 1
     fim: bool = False                 # the model sees the suffix (fill-in-the-middle)
     response_fields: list | None = None
@@ -302,20 +302,22 @@ class Service:
             line, col = cursor_of(prefix)
             real, ctx = self._context(b.groundcode.path, prefix + suffix, line, col,
                                       must_exist=False)
-        if n_predict == 0:        # llama.vim / llama.vscode: prefill the context, answer nothing
-            return Prepared(None, ctx is not None, real and self.relative(real), note,
-                            warm=ctx if ctx is not None else "".join(
-                                x.text + "\n" for x in blocks) + prefix,
-                            fim=fim, response_fields=b.response_fields)
-        sampling = self._sampling(n_predict, b.temperature, b.top_p, b.seed)
+        # n_predict 0 (llama.vim / llama.vscode's warm-up): prefill exactly the prompt the real
+        # request will build (same blocks, suffix, token budget), answer nothing
+        sampling = self._sampling(n_predict or DEFAULT_INFILL_TOKENS, b.temperature, b.top_p, b.seed)
         if ctx is not None:
             req = self._request(context=ctx, sampling=sampling, blocks=tuple(blocks),
                                 stop=tuple(b.stop))
+            if n_predict == 0:
+                return Prepared(None, True, self.relative(real), note, warm=req, fim=fim,
+                                response_fields=b.response_fields)
             return Prepared(req, True, self.relative(real), note, fim=fim,
                             response_fields=b.response_fields)
         req = self._request(prompt_text=prefix, suffix_text=suffix if fim else None,
                             sampling=sampling, blocks=tuple(blocks), stop=tuple(b.stop))
         note = "; ".join(x for x in ("no groundcode.path in the request: plain decoding", note) if x)
+        if n_predict == 0:
+            return Prepared(None, False, None, note, warm=req, fim=fim, response_fields=b.response_fields)
         return Prepared(req, False, None, note, fim=fim, response_fields=b.response_fields)
 
     def code(self, b: CodeRequest) -> Prepared:

@@ -194,7 +194,7 @@ class DereferenceMonitor(Guide):
                 self._cursor_name(row, m.group(1) or "")
                 self._cursor = (self.record, m.group(1) or "")
         self._hold = 0
-        self._prefetch(asked)
+        self._prefetch(asked, row.cancelled)
         self._snap_cache = None
 
     def _clear(self) -> None:
@@ -335,7 +335,7 @@ class DereferenceMonitor(Guide):
             undeclared = [p for p in self._params if p not in self._annotations and p not in ("self", "cls")]
             self._annotations.update(docstring_types(self.body_prefix, undeclared))
 
-    def _prefetch(self, asked: str | None = None) -> None:
+    def _prefetch(self, asked: str | None = None, ended=None) -> None:
         """A body is about to be written: ask in the background for the members of the
         receivers it most often dots into: the function's parameters whose type is known
         (`self`, `cls`, annotated ones) and the module's imported names that the file dots
@@ -356,7 +356,7 @@ class DereferenceMonitor(Guide):
         for p in list(dict.fromkeys(likely))[:_PREFETCHES]:
             sp = self.ctx.probe(p) if p != asked else None
             if sp is not None:
-                self.analyzer.ask(MembersQuery(sp, p, self._key(p, "", p + "."), prefetch=True))
+                self.analyzer.ask(MembersQuery(sp, p, self._key(p, "", p + "."), prefetch=True, ended=ended))
 
     def _often_dotted(self, imported: list[str]) -> list[str]:
         """The receivers the file dots into most, most used first: chains rooted at a module
@@ -399,7 +399,8 @@ class DereferenceMonitor(Guide):
         indent = m.group(1) + ("    " if line.rstrip().endswith(":") else "")
         upto = text[: end + 1] + indent + name + "."
         at = self.ctx.splice(upto, drop=self._hold)
-        self.analyzer.ask(MembersQuery(at, name, self._key(name, upto, name + "."), prefetch=True, soon=True))
+        self.analyzer.ask(MembersQuery(at, name, self._key(name, upto, name + "."), prefetch=True, soon=True,
+                                       ended=row.cancelled))
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
@@ -442,7 +443,7 @@ class DereferenceMonitor(Guide):
             if self.reproducible:  # reused only for the same question (samples sharing a prefix)
                 key = (*key, _digest(at.code), at.line, at.column)
             self._extra_names = self._extra(receiver, upto_dot)
-            ticket = self.analyzer.ask(MembersQuery(at, receiver, key))
+            ticket = self.analyzer.ask(MembersQuery(at, receiver, key, ended=row.cancelled))
         if self._vocab is not None:   # an answer for an unknown type also waits for the vocabulary
             ticket = _WithVocabulary(ticket, self)
         a = ticket.result(0)
