@@ -105,6 +105,7 @@ class Service:
             Session(self.gen, lookahead=opts.lookahead)         # (becomes the generator's)
         self.session = self.gen.session        # shared with anything else using this generator
         self.workspace = None
+        self._locator = None                  # text-only requests: which file (locate.py)
         if self.roots:
             from ..workspace import Workspace
             self.workspace = Workspace(self.roots, opts.python, opts.trust)
@@ -229,20 +230,44 @@ class Service:
         for s in stop:
             check_text("stop", s)
         suffix = b.suffix or None
-        if suffix is not None and not self.has_fim:
-            raise ClientError(f"suffix: model {self.model_name} has no fill-in-the-middle template; "
-                              "send the prompt alone (or serve a FIM model)")
+        fim = suffix is not None and self.has_fim
+        no_fim = "" if suffix is None or self.has_fim else (
+            f"model {self.model_name} has no fill-in-the-middle template: the suffix informs the "
+            "analyzer only, the model continued the prompt without seeing it")
         sampling = self._sampling(b.max_tokens, b.temperature, b.top_p, b.seed, n=b.n)
         if b.groundcode is not None:
             text = prompt + (suffix or "")
             line, col = cursor_of(prompt)
             real, ctx = self._context(b.groundcode.path, text, line, col, must_exist=False)
             req = self._request(context=ctx, sampling=sampling, n=b.n, stop=tuple(stop))
-            return Prepared(req, True, self.relative(real), n=b.n, fim=suffix is not None)
-        req = self._request(prompt_text=prompt, suffix_text=suffix, sampling=sampling, n=b.n,
-                            stop=tuple(stop), logit_bias=bias)
-        return Prepared(req, False, None, "no groundcode.path in the request: plain decoding",
-                        n=b.n, fim=suffix is not None)
+            return Prepared(req, True, self.relative(real), no_fim, n=b.n, fim=fim)
+        found = self._locate(prompt, suffix or "") if not bias else "logit_bias: plain decoding"
+        if not isinstance(found, str):
+            real, ctx = found
+            req = self._request(context=ctx, sampling=sampling, n=b.n, stop=tuple(stop))
+            note = "; ".join(x for x in (f"found the file by its text: {self.relative(real)}", no_fim) if x)
+            return Prepared(req, True, self.relative(real), note, n=b.n, fim=fim)
+        req = self._request(prompt_text=prompt, suffix_text=suffix if fim else None, sampling=sampling,
+                            n=b.n, stop=tuple(stop), logit_bias=bias)
+        note = "; ".join(x for x in (f"{found}: plain decoding", no_fim.replace("informs the analyzer only",
+                                                                             "was not used")) if x)
+        return Prepared(req, False, None, note, n=b.n, fim=fim)
+
+    def _locate(self, prefix: str, suffix: str):
+        """(file, context) of the workspace file a text-only request is about (locate.py), or
+        why none: the request then decodes plain."""
+        if self.workspace is None:
+            return "no workspace is served (groundcode serve --workspace DIR)"
+        if self._locator is None:
+            from .locate import Locator
+            self._locator = Locator(self.roots)
+        found = self._locator.locate(prefix, suffix)
+        if isinstance(found, str):
+            return found
+        try:
+            return found.path, self.workspace.cursor(found.path, found.line, found.column, text=found.text)
+        except GroundcodeError as exc:
+            return str(exc)
 
     def _logit_bias(self, bias) -> tuple:
         """OpenAI's logit_bias: token ids (as strings) of this model's vocabulary, biases in
@@ -302,6 +327,14 @@ class Service:
             line, col = cursor_of(prefix)
             real, ctx = self._context(b.groundcode.path, prefix + suffix, line, col,
                                       must_exist=False)
+        else:                   # llama.vim / llama.vscode: find the file by the text
+            found = self._locate(prefix, suffix)
+            if isinstance(found, str):
+                located_note = f"{found}: plain decoding"
+            else:
+                real, ctx = found
+                located_note = f"found the file by its text: {self.relative(real)}"
+            note = "; ".join(x for x in (located_note, note) if x)
         # n_predict 0 (llama.vim / llama.vscode's warm-up): prefill exactly the prompt the real
         # request will build (same blocks, suffix, token budget), answer nothing
         sampling = self._sampling(n_predict or DEFAULT_INFILL_TOKENS, b.temperature, b.top_p, b.seed)
@@ -315,7 +348,6 @@ class Service:
                             response_fields=b.response_fields)
         req = self._request(prompt_text=prefix, suffix_text=suffix if fim else None,
                             sampling=sampling, blocks=tuple(blocks), stop=tuple(b.stop))
-        note = "; ".join(x for x in ("no groundcode.path in the request: plain decoding", note) if x)
         if n_predict == 0:
             return Prepared(None, False, None, note, warm=req, fim=fim, response_fields=b.response_fields)
         return Prepared(req, False, None, note, fim=fim, response_fields=b.response_fields)
