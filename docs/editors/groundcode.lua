@@ -22,6 +22,7 @@ function M.attach(bufnr, opts)
       root_dir = root,
       workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
       flags = { debounce_text_changes = 0 },   -- the server debounces and cancels itself
+      init_options = opts.init_options,        -- { trust = true }: only for a project you trust
     })
   end
   vim.lsp.buf_attach_client(bufnr, M.client_id)
@@ -52,7 +53,15 @@ function M.request(bufnr, row, col)
   local tick = vim.api.nvim_buf_get_changedtick(bufnr)
   local _, cancel = vim.lsp.buf_request(bufnr, "textDocument/inlineCompletion", params,
     function(err, result, ctx)
-      if err or not result or (ctx and ctx.client_id ~= M.client_id) then return end
+      if err then                                -- say it once per message, never silently
+        local msg = type(err) == "table" and err.message or tostring(err)
+        if M.last_error ~= msg then
+          M.last_error = msg
+          vim.notify(msg, vim.log.levels.WARN)
+        end
+        return
+      end
+      if not result or (ctx and ctx.client_id ~= M.client_id) then return end
       if vim.api.nvim_buf_get_changedtick(bufnr) ~= tick then return end   -- typed on: stale
       local item = (result.items or result)[1]
       if not item or item.insertText == "" then return end

@@ -219,7 +219,9 @@ _NOMON = typer.Option(False, "--no-monitor", help="plain decoding (the baseline)
 _DEADLINE = typer.Option(2.0, "--deadline", help="seconds per (warm) analysis call before failing open; the first, cold call may take up to 20 s")
 _PRIV = typer.Option(False, "--hide-private", help="never suggest _private members")
 _NOSDK = typer.Option(False, "--no-sdk", help="boto3 clients: do not answer from botocore's service models (Jedi only)")
-_NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free (no KeywordArgMonitor on calls with a known signature)")
+_NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free (the keyword monitor checks "
+                     "keyword arguments of boto3 client calls against botocore's models; calls of other "
+                     "functions are not checked)")
 _VOCAB = typer.Option(False, "--vocabulary/--no-vocabulary", help="where a receiver's type is unknown "
                       "and it cannot be a library object, hold the name to the names the project and "
                       "the builtin types have (off by default: such a name is left free)")

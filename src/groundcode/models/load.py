@@ -55,8 +55,10 @@ def resolve_model(name: str | Path | None) -> tuple[str, Path | str, TemplateFac
             mb = entry.download_size / 1e6
             what = "the default model" if name is None else "model"
             raise GroundcodeError(
-                f"{what} {entry.name} is not pulled yet: run `groundcode models pull {entry.name}` "
-                f"(a {mb:.0f} MB download, once), or pass --model tiny|PATH")
+                f"{what} {entry.name} is not pulled yet into {hf_dir(entry).parent.parent} (the model "
+                f"cache: $GROUNDCODE_CACHE, else the user cache dir, which follows $XDG_CACHE_HOME): "
+                f"run `groundcode models pull {entry.name}` (a {mb:.0f} MB download, once) with the "
+                f"same environment, or pass --model tiny|PATH")
         return entry.name, hf_dir(entry), entry.template
     if str(name) == TINY_NAME:
         if not (TINY_DIR / "config.json").exists():

@@ -83,6 +83,27 @@ def build(completer: Completer) -> LanguageServer:
         if roots:
             completer.set_roots(completer.roots + roots)
 
+    told: list = []
+
+    def tell(message: str) -> None:
+        """A setup failure (the model not pulled, the analyzer missing), shown once."""
+        if told:
+            return
+        told.append(message)
+        try:
+            ls.window_show_message(T.ShowMessageParams(type=T.MessageType.Error,
+                                                       message=f"groundcode: {message}"))
+        except Exception as exc:      # noqa: BLE001 (a client that went away)
+            log.warning("could not show the message: %s", exc)
+
+    @ls.feature(T.INITIALIZED)
+    def initialized(params: T.InitializedParams):
+        def loaded(fut):
+            exc = fut.exception()
+            if exc is not None:
+                tell(f"could not load the model: {exc}".splitlines()[0])
+        completer.on_loaded(loaded)
+
     @ls.feature(T.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def folders_changed(params: T.DidChangeWorkspaceFoldersParams):
         gone = {_path(f.uri) for f in params.event.removed or ()}
@@ -119,7 +140,9 @@ def build(completer: Completer) -> LanguageServer:
                                             _encoding(ls))
         except GroundcodeError as exc:
             log.warning("%s", exc)
-            raise JsonRpcInvalidParams(str(exc)) from None
+            if "load the model" in str(exc):
+                tell(str(exc))
+            raise JsonRpcInvalidParams(f"groundcode: {exc}") from None
 
     @ls.feature(T.TEXT_DOCUMENT_INLINE_COMPLETION, T.InlineCompletionOptions())
     async def inline_completion(params: T.InlineCompletionParams):

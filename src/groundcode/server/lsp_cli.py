@@ -50,6 +50,10 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
         if not isinstance(level, int):
             raise GroundcodeError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
         logging.basicConfig(level=level, format="groundcode-lsp %(levelname)s %(message)s")
+        # a library's warnings (torch, transformers) are not errors: an editor logs every stderr
+        # line of a server as one, so they go to the log only when asked for (--log-level INFO)
+        logging.captureWarnings(True)
+        logging.getLogger("py.warnings").setLevel(logging.INFO if level <= logging.INFO else logging.CRITICAL)
         completer, serve_stdio = _prepare(model, workspace, device, dtype, max_new_tokens, stop,
                                           debounce_ms, deadline, python, no_monitor, lookahead, trust)
     except GroundcodeError as exc:

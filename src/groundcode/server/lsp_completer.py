@@ -78,6 +78,10 @@ class Completer:
             logging.getLogger("groundcode.lsp").error("could not load the model: %s", exc)
             self._ready.set_exception(exc)
 
+    def on_loaded(self, fn) -> None:
+        """Call `fn(future)` once the model has loaded or failed to (at once if it has)."""
+        self._ready.add_done_callback(fn)
+
     def generator(self, timeout: float | None = None):
         """The Generator once loaded (GroundcodeError if loading failed)."""
         try:
