@@ -110,7 +110,7 @@ def _print_triggers(gen, seconds: float) -> None:
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
          sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=False,
-         trust=False) -> None:
+         trust=False, max_prompt_tokens: int = 0) -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -118,7 +118,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
     try:
         ctx = ctx_factory()
         sampling = SamplingConfig(temperature=temperature, top_p=top_p, seed=seed,
-                                  max_new_tokens=max_new_tokens, stop=stop)
+                                  max_new_tokens=max_new_tokens, stop=_stop_for(stop, ctx))
         if deadline <= 0:
             raise GroundcodeError(f"--deadline must be > 0 seconds, got {deadline}")
         if python is not None and not Path(python).expanduser().exists():
@@ -127,7 +127,12 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
                                 sdk=sdk, keywords=keywords, vocabulary=vocabulary,
                                 python=str(Path(python).expanduser()) if python else None,
                                 trust=trust)
-        prompt = PromptConfig(fim=fim, heal=heal, declarations=declarations)
+        prompt = PromptConfig(fim=fim, heal=heal, declarations=declarations,
+                              max_prompt_tokens=max(0, int(max_prompt_tokens)))
+        from .decoding.remote import is_remote
+        if not is_remote(model):              # the dtype the editor server loads
+            from .models.load import serving_dtype
+            dtype = serving_dtype(dtype, device)
         if stream is None:      # stream to a terminal, print at the end into a pipe
             stream = not as_json and sys.stdout.isatty()
         with err.status("loading model…", spinner="dots") if not as_json else _null():
@@ -170,6 +175,17 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         err.print(f"[yellow]warning:[/yellow] {failed} analysis call(s) failed open (no constraint)")
 
 
+def _stop_for(stop: str, ctx) -> str:
+    """--stop auto: the editor server's rule (a body, or a block the cursor's line opens, ends
+    with its block; anything else with its statement)."""
+    if stop != "auto":
+        return stop
+    if getattr(ctx, "kind", "cursor") == "body":
+        return "block"
+    from .server.lsp_text import stop_for
+    return stop_for(ctx.before.rsplit("\n", 1)[-1])
+
+
 class _Stream:
     """The completion as it is written, on the terminal: the session streams only final text
     (text after an unresolved trigger waits until it is settled), so it is only appended."""
@@ -206,13 +222,22 @@ _MODEL = typer.Option(None, "--model", "-m",
                       help="registry name (groundcode models list), tiny, a local path or an HF id "
                            "(default: smollm2-135m once pulled)")
 _DEVICE = typer.Option(None, help="cpu, cuda, cuda:1 … (default: CUDA when present)")
-_DTYPE = typer.Option(None, help="float32, bfloat16, float16 (default: bf16 on CUDA, fp32 on CPU)")
+_DTYPE = typer.Option(None, help="float32, bfloat16, float16 (default: as groundcode serve: bfloat16 on "
+                      "CUDA and on a CPU with AVX512-BF16/AMX, else float32)")
 _TEMP = typer.Option(0.0, "--temperature", "-t", help="0 = greedy; > 0 samples")
 _TOPP = typer.Option(1.0, "--top-p", help="nucleus sampling, in (0, 1]")
 _SEED = typer.Option(0, "--seed")
 _MAXN = typer.Option(128, "--max-new-tokens", "-n", help="cap on generated tokens (>= 1)")
-_STOP = typer.Option("block", "--stop", help="block: until the code leaves the cursor's block "
-                     "(or the body ends); statement: after the first statement; line: after the first line")
+_STOP = typer.Option("auto", "--stop", help="auto (as the editor server: a body or a block opened by "
+                     "the cursor's line ends with its block, anything else after its statement); block: "
+                     "until the code leaves the cursor's block (or the body ends); statement: after the "
+                     "first statement; line: after the first line")
+_SERVER = typer.Option(None, "--server", help="send the request to this running `groundcode serve` "
+                       "(e.g. http://127.0.0.1:8012) instead of loading the model; by default one on "
+                       "127.0.0.1:8012 that serves the file is used when the options allow")
+_NOSERVER = typer.Option(False, "--no-server", help="never use a running groundcode serve")
+_PROMPT_CAP = typer.Option(1024, "--max-prompt-tokens", help="cap the prompt at this many tokens, as "
+                           "editors do (0: the model's window); a shorter prompt prefills faster")
 _STREAM = typer.Option(None, "--stream/--no-stream", help="show the completion as it is written "
                        "(default: when stdout is a terminal)")
 _NOMON = typer.Option(False, "--no-monitor", help="plain decoding (the baseline)")
@@ -283,7 +308,9 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
              no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
              trust: bool = _TRUST, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
-             tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT) -> None:
+             tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT,
+             server: Optional[str] = _SERVER, no_server: bool = _NOSERVER,
+             max_prompt_tokens: int = _PROMPT_CAP) -> None:
     """Continue the code at a cursor (the rest of that line is replaced). Prints, never writes."""
     from .api import cursor_context
     from .repo import parse_file_position
@@ -291,11 +318,55 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
     def ctx():
         path, cur = parse_file_position(position)
         return cursor_context(path, cur.line, cur.column, _check_repo(repo, path))
+    # a running `groundcode serve` answers when the options are ones it takes (the defaults)
+    plain = not (no_monitor or tool_tokens or tool_threshold is not None or tool_entropy is not None
+                 or no_sdk or no_keywords or vocabulary or python or trust or declarations or repo
+                 or remote_model or tokenizer or remote_constraint != "auto" or fim != "auto"
+                 or not heal or hide_private or device or dtype or stream)
+    if not no_server and (server is not None or plain):
+        if _complete_via_server(position, server, model, temperature, top_p, seed, max_new_tokens,
+                                stop, as_json):
+            return
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=vocabulary, trust=trust)
+         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens)
+
+
+def _complete_via_server(position, server, model, temperature, top_p, seed, max_new_tokens, stop,
+                         as_json) -> bool:
+    """`complete` through a running groundcode serve (server/reuse.py); False: none to use."""
+    from .decoding.remote import is_remote
+    from .repo import parse_file_position, read_source
+    from .server.reuse import complete_via, find_server
+    if is_remote(model):
+        return False
+    t0 = time.perf_counter()
+    try:
+        path, cur = parse_file_position(position)
+        url = find_server(server, path, model)
+        if url is None:
+            return False
+        from .context import cursor_context
+        text = read_source(path)
+        ctx = cursor_context(path, cur.line, cur.column, path.parent, text=text)   # checks the position
+        out = complete_via(url, path, cur.line, cur.column, text, max_new_tokens=max_new_tokens,
+                           temperature=temperature, top_p=top_p, seed=seed, stop=_stop_for(stop, ctx))
+    except GroundcodeError as exc:
+        error(str(exc))
+        raise typer.Exit(2)
+    seconds = time.perf_counter() - t0
+    if as_json:
+        d = out.to_json()
+        d.update(seconds=round(seconds, 4), file=str(path), server=url)
+        sys.stdout.write(json.dumps(d) + "\n")
+        return True
+    err.print(f"via groundcode serve at {url}", highlight=False)
+    sys.stdout.write(out.completion if out.completion.endswith("\n") else out.completion + "\n")
+    sys.stdout.flush()
+    _print_triggers(out, seconds)
+    return True
 
 
 @app.command()
@@ -312,7 +383,10 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
              no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
              trust: bool = _TRUST, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
-             tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT) -> None:
+             tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT,
+             max_prompt_tokens: int = typer.Option(0, "--max-prompt-tokens",
+                                                   help="cap the prompt at this many tokens (0: the "
+                                                        "model's window)")) -> None:
     """Write a function's body from its signature and docstring (printed, not written back)."""
     from .api import function_context
     from .repo import parse_file_function
@@ -324,7 +398,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=vocabulary, trust=trust)
+         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens)
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:
