@@ -48,7 +48,7 @@ tests/test_drafts.py.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -441,6 +441,11 @@ class Batch:
             s = g.stop(v)
             if s is not None:
                 r.stop = s if isinstance(s, Stop) else Stop("stop", cut=int(s))
+                if r.stop.reason == "repetition" and r.stop.cut is not None and r.final_k \
+                        and r.stop.cut < v.ends[r.final_k - 1]:
+                    # text already streamed as final is never taken back: a repetition found
+                    # late ends the row at the final boundary instead of cutting below it
+                    r.stop = replace(r.stop, cut=v.ends[r.final_k - 1])
                 return self._finish(r, "stop", events)
         sampling = r.sampling
         if len(v.tokens) >= sampling.max_new_tokens or r.steps >= 2 * sampling.max_new_tokens + 16:
@@ -547,6 +552,7 @@ class Batch:
     def _finished(self, r: Row) -> Event:
         v = r.view
         cut = r.stop.cut if r.stop is not None else None
+
         if r.finish in ("cancelled", "deadline", "error"):
             text = self.engine.detok.decode(v.tokens[: r.final_k])   # what was verified
         elif cut is None:
