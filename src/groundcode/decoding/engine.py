@@ -177,6 +177,9 @@ class Engine:
         self.multi_token = not getattr(model, "one_token_steps", False)
         # one-row decode steps on a CPU fold grouped query heads instead of sdpa's slow path (attention.py)
         self.attention = attention.NAME if attention.install(model) else None
+        from . import preempt      # idle work (lookahead) is abandoned between layers
+        self._preempt_local = None
+        self.can_preempt = preempt.install(model, self)
         import inspect
         try:       # prefill computes the last position's logits only, where the model allows it
             params = inspect.signature(model.forward).parameters
@@ -186,6 +189,12 @@ class Engine:
         # transformers >= 5.24 names the KV cache `cache` (`past_key_values` warns, and goes in
         # 5.40); older versions and test doubles take `past_key_values`
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
+
+    def preemptible(self, check) -> None:
+        """On the calling thread, forwards are abandoned (preempt.Preempted) between layers while
+        `check()` is true (None: never)."""
+        if self._preempt_local is not None:
+            self._preempt_local.check = check
 
     @property
     def device(self):

@@ -156,6 +156,9 @@ class RemoteEngine:
         self._probe_lock = threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="groundcode-remote")
 
+    def preemptible(self, check) -> None:
+        """The server runs the forwards: nothing to abandon here."""
+
     def row(self, spec, sampling, index: int = 0) -> Row:
         for g in spec.guides:
             if type(g).logits is not Guide.logits:

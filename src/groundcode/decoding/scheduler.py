@@ -40,6 +40,7 @@ from collections import deque
 from ..errors import GroundcodeError
 from .drafts import Drafter, Suggestions
 from .engine import FINAL, FINISHED, PREFILL_CHUNK, TOKEN, Batch, Prefill, RowSpec
+from .preempt import Preempted
 from .prefix_cache import PrefixCache
 
 
@@ -63,6 +64,29 @@ _TRIM = None
 # every live scheduler of the process (lookahead runs only while all of them are idle)
 log = logging.getLogger("groundcode.session")
 MAX_FAILED_TURNS = 5        # turns failing in a row before the session is declared dead
+
+
+BUSY_SHARE = 0.5            # other processes using more than this share of the cores: no idle work
+_BUSY = {"t": 0.0, "busy": False}
+
+
+def _machine_busy() -> bool:
+    """Other processes keep more than BUSY_SHARE of the machine's cores busy (sampled at most
+    once a second: the system's CPU time since the last sample minus this process's)."""
+    now = time.monotonic()
+    if now - _BUSY["t"] < 1.0:
+        return _BUSY["busy"]
+    try:
+        import os
+
+        import psutil
+        total = psutil.cpu_percent(None) / 100.0                   # share of all cores, since the last call
+        ours = psutil.Process().cpu_percent(None) / 100.0 / (os.cpu_count() or 1)
+        _BUSY["busy"] = _BUSY["t"] > 0 and total - ours > BUSY_SHARE
+    except Exception:       # psutil missing: never "busy"
+        _BUSY["busy"] = False
+    _BUSY["t"] = now
+    return _BUSY["busy"]
 
 
 class SessionDead(GroundcodeError):
@@ -143,7 +167,7 @@ class Scheduler:
         self.lookahead = max(0, int(lookahead)) if drafter is not None and prefix_cache_bytes > 0 else 0
         self._ahead: deque = deque(maxlen=4)  # lookahead jobs not yet admitted (newest kept)
         self._ahead_live: list = []           # lookahead jobs admitted and not yet ended
-        self.ahead_counts = {"started": 0, "preempted": 0, "dropped": 0}
+        self.ahead_counts = {"started": 0, "preempted": 0, "dropped": 0, "abandoned_forwards": 0}
         self._interrupted = threading.Event()  # a request arrived here or at another session
         self.batch = self._new_batch()
         self._q: queue.Queue = queue.Queue()
@@ -216,6 +240,7 @@ class Scheduler:
         dead (`dead` says why: submit raises, servers answer 503)."""
         import torch
         failed = 0
+        self.engine.preemptible(self._idle_work_gives_way)
         try:
             with torch.inference_mode():
                 while True:
@@ -223,6 +248,8 @@ class Scheduler:
                         if not self._turn():
                             break
                         failed = 0
+                    except Preempted:         # a lookahead forward gave way to a request
+                        self._drop_idle_work()
                     except Exception as exc:  # noqa: BLE001 (every error: the loop must not die)
                         failed += 1
                         self.recovered += 1
@@ -242,6 +269,30 @@ class Scheduler:
             if self.dead is None and not self._closing:
                 self.dead = "the scheduler stopped"
             self._fail_all(f"the session stopped: {self.dead}" if self.dead else "the session was closed")
+
+    def _idle_work_gives_way(self) -> bool:
+        """(Between two layers of a forward, on this thread.) True when a request arrived and
+        the forward under way is idle work only: it is abandoned (preempt.py)."""
+        if not self._interrupted.is_set():
+            return False
+        p = self._prefilling
+        return (p is None or p.ahead is not None) and all(r.job.ahead is not None for r in self.batch.rows) \
+            and (p is not None or bool(self.batch.rows))
+
+    def _drop_idle_work(self) -> None:
+        """A lookahead forward was abandoned: its rows and its prefill end (their KV is partial)."""
+        jobs = {id(r.job): r.job for r in self.batch.rows}
+        if self._prefilling is not None:
+            jobs[id(self._prefilling)] = self._prefilling
+            self._prefilling = None
+        for job in jobs.values():
+            if not job.stream.closed:
+                self.ahead_counts["preempted"] += 1
+                job.stream.cancel()
+                self._end_unstarted(job, "cancelled")
+        self.ahead_counts["abandoned_forwards"] = self.ahead_counts.get("abandoned_forwards", 0) + 1
+        self.batch = self._new_batch()
+        self._ahead_live = []
 
     def _recover(self, exc: BaseException) -> None:
         """After a failed turn: the running rows and the job in preparation or prefill fail
@@ -303,6 +354,8 @@ class Scheduler:
             if self.batch.rows:
                 try:
                     self.batch.feed()
+                except Preempted:
+                    raise                     # idle work only: _run drops it
                 except Exception as exc:
                     self._fail_batch(exc)
         return True
@@ -335,10 +388,10 @@ class Scheduler:
                     # idle time (no request waiting or running): the next lookahead job
                     if not self._ahead or any(r.job.ahead is None for r in self.batch.rows):
                         return
-                    if any(sched is not self and sched._busy() for sched in _schedulers()):
+                    if any(sched is not self and sched._busy() for sched in _schedulers()) or _machine_busy():
                         self.ahead_counts["dropped"] += len(self._ahead)   # another session
-                        self._ahead.clear()                                # has work: no idle
-                        return
+                        self._ahead.clear()                                # has work, or other
+                        return                                             # processes use the cores
                     nxt = self._ahead.popleft()
                     self._ahead_live = [j for j in self._ahead_live if not j.stream.closed] + [nxt]
                     self.ahead_counts["started"] += 1
@@ -361,6 +414,12 @@ class Scheduler:
                     budget -= 1
                 try:
                     finished = job.prefill.step()
+                except Preempted:             # a lookahead prompt gave way to a request
+                    self._prefilling = None
+                    self.ahead_counts["preempted"] += 1
+                    self.ahead_counts["abandoned_forwards"] = self.ahead_counts.get("abandoned_forwards", 0) + 1
+                    self._end_unstarted(job, "cancelled")
+                    break
                 except Exception as exc:
                     self._prefilling = None
                     self._error(job, exc)
