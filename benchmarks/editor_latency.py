@@ -311,7 +311,7 @@ def table(res: dict) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=None)
-    ap.add_argument("--dtype", default=None, help="float32 | bfloat16 (default: the loader's)")
+    ap.add_argument("--dtype", default=None, help="float32 | bfloat16 (default: what groundcode serve loads)")
     ap.add_argument("--tasks", type=Path, default=TASKS)
     ap.add_argument("--functions", type=int, default=4)
     ap.add_argument("--max-lines", type=int, default=8, help="line ends per function")
@@ -336,7 +336,8 @@ def main() -> None:
     load0 = [round(x, 2) for x in os.getloadavg()]
     busy = others()
     t0 = time.perf_counter()
-    gen = Generator(args.model, dtype=args.dtype)
+    from groundcode.models.load import serving_dtype
+    gen = Generator(args.model, dtype=serving_dtype(args.dtype, None))   # what serve and lsp load
     load_s = time.perf_counter() - t0
     funcs = pick_functions(args.tasks, args.functions, args.max_head_chars)
     if not funcs:
