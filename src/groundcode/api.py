@@ -136,7 +136,7 @@ class Generator:
         trust = bool(trust or m.trust)
         root = Path(repo).resolve()
         py = str(python) if python else None
-        key = (root, py, trust, m.deadline_s, m.hide_private, m.hide_dunder, m.sdk)
+        key = (root, py, trust, m.deadline_s, m.hide_private, m.hide_dunder, m.sdk, m.analyzer)
         with self._shared["lock"]:      # the scheduler, a prewarm and a server thread may all ask
             return self._analyzer(key, root, python, trust, m)
 
@@ -144,9 +144,14 @@ class Generator:
         py = key[1]
         a = self._analyzers.get(key) or self._analyzers.get((root, py))   # set_analyzer serves all
         if a is None:
-            from .analysis.jedi_client import JediAnalyzer
-            a = JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,
-                             hide_dunder=m.hide_dunder, python=python, trust=trust)
+            if m.analyzer != "jedi":          # a language server (reads files, runs nothing)
+                from .analysis.lsp_client import LspAnalyzer
+                a = LspAnalyzer(root, m.analyzer, deadline_s=m.deadline_s, hide_private=m.hide_private,
+                                hide_dunder=m.hide_dunder)
+            else:
+                from .analysis.jedi_client import JediAnalyzer
+                a = JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,
+                                 hide_dunder=m.hide_dunder, python=python, trust=trust)
             if m.sdk:
                 from .analysis.sdk import ChainAnalyzer, SdkAnalyzer, botocore_version
                 if botocore_version():        # botocore installed: SDK first, else Jedi

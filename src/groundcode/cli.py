@@ -70,7 +70,8 @@ def _mount_subapps() -> None:
                             ("groundcode.training.cli", "train_app", "train"),
                             ("groundcode.evaluation.cli", "app", "bench"),
                             ("groundcode.models.cli", "app", "models"),
-                            ("groundcode.retrieval.cli", "app", "index")]:
+                            ("groundcode.retrieval.cli", "app", "index"),
+                            ("groundcode.analysis.cli", "app", "analyzers")]:
         try:
             module = __import__(mod, fromlist=[attr])
             app.add_typer(getattr(module, attr), name=name)
@@ -100,6 +101,8 @@ def _print_triggers(gen, seconds: float) -> None:
             note.append("rolled back")
         if tr.constrained and not tr.rolled_back:
             note.append("constrained")
+        if tr.analyzer and tr.analyzer not in ("jedi", "botocore+jedi"):
+            note.append(f"by {tr.analyzer}")
         if tr.vocabulary and not tr.failed_open:
             note.append(f"project names ({tr.vocabulary.split(':')[0]})")
         t.add_row(tr.receiver, str(tr.candidates), tr.chosen or "-", f"{tr.analysis_ms:.1f}",
@@ -110,7 +113,7 @@ def _print_triggers(gen, seconds: float) -> None:
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
          sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=False,
-         trust=False, max_prompt_tokens: int = 0) -> None:
+         trust=False, max_prompt_tokens: int = 0, analyzer: str = "jedi") -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -126,7 +129,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         monitor = MonitorConfig(enabled=not no_monitor, deadline_s=deadline, hide_private=hide_private,
                                 sdk=sdk, keywords=keywords, vocabulary=vocabulary,
                                 python=str(Path(python).expanduser()) if python else None,
-                                trust=trust)
+                                trust=trust, analyzer=_check_analyzer(analyzer))
         prompt = PromptConfig(fim=fim, heal=heal, declarations=declarations,
                               max_prompt_tokens=max(0, int(max_prompt_tokens)))
         from .decoding.remote import is_remote
@@ -173,6 +176,14 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
     failed = sum(t.failed_open for t in out.triggers)
     if failed:
         err.print(f"[yellow]warning:[/yellow] {failed} analysis call(s) failed open (no constraint)")
+
+
+def _check_analyzer(name: str) -> str:
+    """`--analyzer`: jedi, or an installed language server (a one-line error otherwise)."""
+    if name != "jedi":
+        from .analysis.lsp_servers import command
+        command(name)
+    return name
 
 
 def _stop_for(stop: str, ctx) -> str:
@@ -253,6 +264,8 @@ _VOCAB = typer.Option(False, "--vocabulary/--no-vocabulary", help="where a recei
 _PYTHON = typer.Option(None, "--python", help="the interpreter or virtual environment whose installed "
                        "libraries the analyzer sees and may start (default: this interpreter, with the "
                        "repository venv's site-packages read as files)")
+_ANALYZER = typer.Option("jedi", "--analyzer", help="jedi, or a language server installed with "
+                         "`groundcode analyzers install NAME` (ty)")
 _TRUST = typer.Option(False, "--trust", help="trust the repository: the analyzer may start its own "
                       ".venv/venv interpreter (untrusted, nothing the repository ships runs; "
                       "`groundcode trust PATH` trusts it for good)")
@@ -307,7 +320,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
              no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
-             trust: bool = _TRUST, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
+             trust: bool = _TRUST, analyzer: str = _ANALYZER, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT,
              server: Optional[str] = _SERVER, no_server: bool = _NOSERVER,
              max_prompt_tokens: int = _PROMPT_CAP) -> None:
@@ -319,7 +332,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
         path, cur = parse_file_position(position)
         return cursor_context(path, cur.line, cur.column, _check_repo(repo, path))
     # a running `groundcode serve` answers when the options are ones it takes (the defaults)
-    plain = not (no_monitor or tool_tokens or tool_threshold is not None or tool_entropy is not None
+    plain = not (no_monitor or analyzer != "jedi" or tool_tokens or tool_threshold is not None or tool_entropy is not None
                  or no_sdk or no_keywords or vocabulary or python or trust or declarations or repo
                  or remote_model or tokenizer or remote_constraint != "auto" or fim != "auto"
                  or not heal or hide_private or device or dtype or stream)
@@ -331,7 +344,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens)
+         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens, analyzer=analyzer)
 
 
 def _complete_via_server(position, server, model, temperature, top_p, seed, max_new_tokens, stop,
@@ -382,7 +395,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
              no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
-             trust: bool = _TRUST, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
+             trust: bool = _TRUST, analyzer: str = _ANALYZER, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT,
              max_prompt_tokens: int = typer.Option(0, "--max-prompt-tokens",
                                                    help="cap the prompt at this many tokens (0: the "
@@ -398,7 +411,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens)
+         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens, analyzer=analyzer)
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:

@@ -58,6 +58,8 @@ class MonitorConfig:
     python: str | None = None      # interpreter/venv whose libraries Jedi sees and which it may
                                    # start (None: groundcode's own, with the repository venv's
                                    # site-packages read as files; trust.py)
+    analyzer: str = "jedi"         # jedi (in-process worker) or a language server installed with
+                                   # `groundcode analyzers install NAME` (ty): analysis/lsp_client.py
     trust: bool = False            # the workspace is trusted: its .venv/venv/env interpreter may
                                    # run (also: the user's trusted list, `groundcode trust PATH`)
 

@@ -86,6 +86,7 @@ def _main_not_imported():
 
 class JediAnalyzer:
     """Members and names from Jedi, with a repository project, a cache and a worker pool."""
+    name = "jedi"
 
     def __init__(self, repo: str | Path | None, deadline_s: float = 2.0, hide_private: bool = False,
                  hide_dunder: bool = True, cache_size: int = 4096, workers: str = "process",

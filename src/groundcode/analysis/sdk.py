@@ -232,6 +232,8 @@ class SdkAnalyzer:
     """Members and call signatures of boto3 clients, from botocore's service models. Answers
     at once (an in-process lookup): `ask` returns answered tickets."""
 
+    name = "botocore"
+
     def __init__(self):
         self.calls = 0
 
@@ -329,6 +331,7 @@ class ChainAnalyzer:
 
     def __init__(self, analyzers: list):
         self.analyzers = list(analyzers)
+        self.name = "+".join(getattr(a, "name", "?") for a in self.analyzers)
 
     def ask(self, query) -> ChainTicket:
         return ChainTicket(self.analyzers, query)

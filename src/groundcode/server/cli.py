@@ -63,6 +63,8 @@ def serve_cmd(
     lookahead: int = typer.Option(2, "--lookahead", help="after a cursor suggestion, this many "
                                   "rows with other first characters run while the server is "
                                   "idle: drafts for the next keystroke (0: off)"),
+    analyzer: str = typer.Option("jedi", "--analyzer", help="jedi, or a language server installed "
+                                 "with `groundcode analyzers install NAME` (ty)"),
     trust: bool = typer.Option(False, "--trust", help="trust the workspaces: the analyzer may "
                                "start their own .venv/venv interpreter (untrusted: their "
                                "site-packages are read as files, nothing of theirs runs)"),
@@ -84,6 +86,9 @@ def serve_cmd(
                               "pip install 'groundcode[serve]'") from None
     from .options import ServeOptions
     from .service import Service
+    if analyzer != "jedi":
+        from ..analysis.lsp_servers import command
+        command(analyzer)                     # not installed: one line now, not per request
     if python is not None and not python.expanduser().exists():
         raise GroundcodeError(f"--python: no such interpreter or environment: {python}")
     if not 0 < port < 65536:
@@ -94,7 +99,7 @@ def serve_cmd(
                         dtype=dtype, analysis_deadline_s=analysis_deadline,
                         prewarm=not no_prewarm, lookahead=lookahead, remote_model=remote_model,
                         tokenizer=tokenizer,
-                        remote_constraint=remote_constraint, trust=trust, host=host,
+                        remote_constraint=remote_constraint, trust=trust, host=host, analyzer=analyzer,
                         allow_hosts=list(allow_host),
                         python=str(python.expanduser()) if python else None)
     with err.status("loading model…", spinner="dots"):

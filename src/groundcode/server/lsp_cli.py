@@ -36,6 +36,8 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             lookahead: int = typer.Option(2, "--lookahead", help="after a suggestion, this many rows "
                                           "with other first characters run while idle: drafts for "
                                           "the next keystroke (0: off)"),
+            analyzer: str = typer.Option("jedi", "--analyzer", help="jedi, or a language server "
+                                         "installed with `groundcode analyzers install NAME` (ty)"),
             trust: bool = typer.Option(False, "--trust", help="trust every workspace: the analyzer may "
                                        "start a workspace's own .venv/venv interpreter (also the "
                                        "initialization option {\"trust\": true}; untrusted: its "
@@ -55,7 +57,8 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
         logging.captureWarnings(True)
         logging.getLogger("py.warnings").setLevel(logging.INFO if level <= logging.INFO else logging.CRITICAL)
         completer, serve_stdio = _prepare(model, workspace, device, dtype, max_new_tokens, stop,
-                                          debounce_ms, deadline, python, no_monitor, lookahead, trust)
+                                          debounce_ms, deadline, python, no_monitor, lookahead, trust,
+                                          analyzer)
     except GroundcodeError as exc:
         error(str(exc))
         raise typer.Exit(2)
@@ -63,7 +66,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
 
 
 def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms, deadline, python,
-             no_monitor, lookahead: int = 2, trust: bool = False):
+             no_monitor, lookahead: int = 2, trust: bool = False, analyzer: str = "jedi"):
     """Check the flags (one-line errors) and start loading the model: (Completer, serve)."""
     from ..config import MonitorConfig
     from ..errors import GroundcodeError
@@ -75,6 +78,9 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         raise GroundcodeError(f"--debounce-ms must be >= 0, got {debounce_ms}")
     if lookahead < 0:
         raise GroundcodeError(f"--lookahead must be >= 0, got {lookahead}")
+    if analyzer != "jedi":
+        from ..analysis.lsp_servers import command
+        command(analyzer)                     # not installed: one line now, not per request
     if stop not in ("auto", "line", "statement", "block"):
         raise GroundcodeError(f"--stop must be auto, line, statement or block, got {stop!r}")
     for w in workspace:
@@ -90,7 +96,7 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         from ..api import Generator
         from ..models.load import serving_dtype
         from ..session import Session
-        gen = Generator(model, MonitorConfig(enabled=not no_monitor), device=device,
+        gen = Generator(model, MonitorConfig(enabled=not no_monitor, analyzer=analyzer), device=device,
                         dtype=serving_dtype(dtype, device))
         Session(gen, lookahead=lookahead)     # the generator's session: the editor's
         return gen

@@ -25,6 +25,7 @@ class ServeOptions:
     analysis_deadline_s: float = 2.0 # per analysis call (MonitorConfig.deadline_s)
     prewarm: bool = True             # prewarm each workspace's analyzer at start
     lookahead: int = 2               # idle-time rows per cursor suggestion (session.Session)
+    analyzer: str = "jedi"           # jedi or an installed language server (ty)
     trust: bool = False              # the workspaces are trusted: their own venvs may run (trust.py)
     python: str | None = None        # the interpreter the analyzer sees and may start
     # model = "http://HOST:PORT/v1": this server sits in front of another one (decoding/remote.py)

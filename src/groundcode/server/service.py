@@ -94,7 +94,8 @@ class Service:
             from ..models.load import serving_dtype
             dtype = opts.dtype if remote else serving_dtype(opts.dtype, opts.device)
             generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s,
-                                                            trust=opts.trust, python=opts.python),
+                                                            trust=opts.trust, python=opts.python,
+                                                            analyzer=opts.analyzer),
                                   device=opts.device, dtype=dtype, **remote)
         self.gen = generator
         if opts.lookahead < 0:
@@ -469,6 +470,16 @@ class Service:
             self.stats.errors += 1
         else:
             self.stats.served += 1
+
+    def analyzers(self) -> list[dict]:
+        """The analyzers this server runs: name, root, and a language server's process id."""
+        out = []
+        for key, a in list(self.gen._analyzers.items()):
+            parts = getattr(a, "analyzers", None) or [a]
+            for p in parts:
+                out.append({"name": getattr(p, "name", type(p).__name__), "root": str(key[0]),
+                            "pid": getattr(p, "pid", None)})
+        return out
 
     def analyzer_pids(self) -> list[int]:
         """Worker processes of this server (the analyzers'), for /health and leak checks."""

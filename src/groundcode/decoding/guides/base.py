@@ -60,6 +60,7 @@ class TriggerRecord:
     rolled_back: bool = False          # speculation was undone and redone under the mask
     constrained: bool = False          # a mask was applied at least once
     asked: bool = True                 # the analyzer was asked (not: a type it could only guess)
+    analyzer: str = ""                 # which analyzer was asked (jedi, ty, botocore+jedi, ...)
     vocabulary: str | None = None      # the type was unknown (this reason): the name was held
                                        # to the project's member vocabulary instead of failing open
 

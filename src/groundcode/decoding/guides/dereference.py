@@ -426,7 +426,7 @@ class DereferenceMonitor(Guide):
         full = self.prefix[: len(self.prefix) - self._hold] + upto_dot
         receiver = receiver_before(full, len(full) - 1)
         root = ident_run(receiver)
-        rec = TriggerRecord(receiver=receiver, candidates=0)
+        rec = TriggerRecord(receiver=receiver, candidates=0, analyzer=getattr(self.analyzer, "name", ""))
         row.triggers.append(rec)
         self.ticket, self.nar = None, None
         guess = self._guessed(root, upto_dot)

@@ -1,0 +1,359 @@
+"""An analyzer that asks a language server (the only module that speaks LSP to servers; pygls's
+client and lsprotocol's types, no hand-written framing):
+
+    a = LspAnalyzer(repo, server="ty", deadline_s=2.0)      # analysis/base.py's interface
+    ticket = a.ask(MembersQuery(at, "self", key))            # textDocument/completion after the dot
+    ticket = a.ask(NamesQuery(at, key))                      # completion at a name start
+    a.prewarm(at); a.deadline(); a.close()
+
+One server per (server, workspace root), started lazily (or by prewarm) as a subprocess on stdio,
+`initialize`d with the workspace folder; the file being analysed (the splice: the real file with
+the partial code) and the workspace's other open buffers (the Overlay) are opened with `didOpen`
+and kept with `didChange` (full text). Members keep their kinds (method, field, property,
+constant, enum member, …) in Jedi's words; keywords, snippets and text items are dropped. An
+`isIncomplete` list is treated as open (fail open, "incomplete"), never as closed. Answers are
+cached under (kind, overlay stamp, key); a late answer is cached when it lands. A server that
+exits or hangs (a question older than `hang_s`: the process is killed) fails its questions open and
+is restarted at the next question (at most once per `restart_backoff_s`); `close()` sends shutdown/exit, then kills the process: nothing is left.
+The protocol runs on one asyncio loop in a daemon thread; tickets are that loop's futures.
+Not here: which servers exist and how they are installed (lsp_servers.py).
+Test: tests/test_lsp_analyzer.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import re
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from .base import Analysis, Answered, MembersQuery, NamesQuery, Overlay, SignatureAnswer, SignatureQuery
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_NO_OVERLAY = Overlay()
+
+
+class ServerHung(RuntimeError):
+    """A question outlived `hang_s` (not a ticket's timeout: the server was killed)."""
+
+
+def _kinds():
+    from lsprotocol import types as T
+    K = T.CompletionItemKind
+    return {K.Method: "function", K.Function: "function", K.Constructor: "function",
+            K.Field: "instance", K.Variable: "instance", K.Property: "property",
+            K.Class: "class", K.Interface: "class", K.Struct: "class", K.Enum: "class",
+            K.Module: "module", K.Constant: "instance", K.EnumMember: "instance", K.Value: "instance",
+            K.Unit: "instance", K.Event: "instance", K.TypeParameter: "class", K.Reference: "instance"}
+
+
+def utf16(line: str, index: int) -> int:
+    """The UTF-16 column of Python index `index` in `line` (LSP's default position encoding)."""
+    return len(line[:index].encode("utf-16-le")) // 2
+
+
+class LspAnalyzer:
+    def __init__(self, repo, server: str = "ty", deadline_s: float = 2.0, cold_deadline_s: float = 10.0,
+                 hide_private: bool = False, hide_dunder: bool = True, cache_size: int = 4096,
+                 command: list[str] | None = None, restart_backoff_s: float = 1.0, hang_s: float = 30.0):
+        from . import lsp_servers
+        self.repo = Path(repo).resolve()
+        self.server = self.name = server
+        self.cmd = list(command) if command else lsp_servers.command(server)   # missing: an error now
+        self.deadline_s = deadline_s
+        self.cold_deadline_s = max(cold_deadline_s, deadline_s)
+        self.hide_private, self.hide_dunder = hide_private, hide_dunder
+        self.restart_backoff_s = restart_backoff_s
+        self.hang_s = hang_s                      # a question this old means a hung server
+        # a server that marks every list incomplete (ty: auto-import candidates may follow as
+        # the user types) while its members after a dot are all there (lsp_servers.py)
+        self.complete_members = lsp_servers.SERVERS[server].complete_members if server in lsp_servers.SERVERS else False
+        self._warm = False
+        self._cache: OrderedDict = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._client = None
+        self._spawned = None                      # the last client started (answering or not)
+        self._docs: dict[str, tuple[int, str]] = {}     # uri -> (version, text) the server has
+        self._started_at = 0.0
+        self._closed = False
+        self.calls = self.timeouts = self.errors = self.restarts = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"groundcode-lsp-{server}",
+                                        daemon=True)
+        self._thread.start()
+        self._start_lock = None                           # asyncio.Locks, made on the loop
+        self._doc_lock = None
+
+    # -- the interface --------------------------------------------------------------------------
+    def deadline(self) -> float:
+        return self.deadline_s if self._warm else self.cold_deadline_s
+
+    def ask(self, query):
+        if isinstance(query, SignatureQuery):
+            return Answered(SignatureAnswer(None, 0.0, "unknown"))
+        if isinstance(query, MembersQuery):
+            kind, key = "members", query.key
+        elif isinstance(query, NamesQuery):
+            kind, key = "names", query.key or (query.at.code, query.at.line, query.at.column)
+        else:
+            raise TypeError(f"LspAnalyzer cannot answer {type(query).__name__}")
+        overlay = query.at.overlay or _NO_OVERLAY
+        full = (kind, overlay.stamp, *key)
+        with self._lock:
+            hit = self._cache.get(full)
+            if hit is not None:
+                self._cache.move_to_end(full)
+                return Answered(Analysis(query.receiver if kind == "members" else "", hit.names, 0.0, True,
+                                         hit.failed, hit.kinds, hit.hidden))
+            self.calls += 1
+        receiver = query.receiver if kind == "members" else ""
+        fut = asyncio.run_coroutine_threadsafe(self._complete(query.at, kind == "members"), self._loop)
+        t0 = time.perf_counter()
+        fut.add_done_callback(lambda f: self._landed(f, full, receiver, t0, getattr(query, "prefetch", False)))
+        return LspTicket(self, fut, receiver, t0)
+
+    def prewarm(self, at) -> None:
+        """Start the server and open the file, off the clock."""
+        if not self._closed:
+            asyncio.run_coroutine_threadsafe(self._prewarm(at), self._loop)
+
+    async def _prewarm(self, at) -> None:
+        if self._doc_lock is None:
+            self._doc_lock = asyncio.Lock()
+        async with self._doc_lock:
+            await self._open(at)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=5)
+        except Exception:          # noqa: BLE001 (a hung server: killed below)
+            pass
+        self._kill()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> "LspAnalyzer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        c = self._spawned
+        proc = getattr(c, "_server", None) if c is not None else None
+        return proc.pid if proc is not None and proc.returncode is None else None
+
+    # -- the server (on the loop) ---------------------------------------------------------------
+    async def _ensure(self):
+        c = self._client
+        proc = getattr(c, "_server", None) if c is not None else None
+        if c is not None and proc is not None and proc.returncode is None:
+            return c
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            c = self._client
+            proc = getattr(c, "_server", None) if c is not None else None
+            if c is not None and proc is not None and proc.returncode is None:
+                return c
+            if c is not None:                     # it died: restart, not more often than backoff
+                self.restarts += 1
+                wait = self.restart_backoff_s - (time.monotonic() - self._started_at)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                await self._discard()
+            return await self._start()
+
+    async def _start(self):
+        from lsprotocol import types as T
+        from pygls.lsp.client import LanguageClient
+        c = LanguageClient("groundcode", "1")
+        # the notebook part of a server's capabilities (ty sends a selector lsprotocol's converter
+        # cannot structure) is of no use here: not structured at all
+        c.protocol._converter.register_structure_hook(T.NotebookDocumentSyncOptions, lambda obj, _: None)
+
+        @c.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def _diagnostics(params):            # not asked for, not needed: ignored quietly
+            return None
+        self._started_at = time.monotonic()
+        await c.start_io(self.cmd[0], *self.cmd[1:], cwd=str(self.repo))
+        self._spawned = c                         # killed by close() even if it never answers
+        proc = getattr(c, "_server", None)
+        if proc is not None and proc.stderr is not None:     # its log: read, never left to fill
+            asyncio.ensure_future(self._drain(proc.stderr))   # the pipe (a full pipe blocks it)
+        caps = T.ClientCapabilities(
+            text_document=T.TextDocumentClientCapabilities(
+                completion=T.CompletionClientCapabilities(
+                    completion_item=T.ClientCompletionItemOptions(snippet_support=False)),
+                synchronization=T.TextDocumentSyncClientCapabilities()))
+        await c.initialize_async(T.InitializeParams(
+            capabilities=caps, process_id=None, root_uri=self.repo.as_uri(),
+            workspace_folders=[T.WorkspaceFolder(uri=self.repo.as_uri(), name=self.repo.name)]))
+        c.initialized(T.InitializedParams())
+        self._client, self._docs = c, {}
+        return c
+
+    @staticmethod
+    async def _drain(stream) -> None:
+        try:
+            while await stream.read(65536):
+                pass
+        except Exception:                         # noqa: BLE001 (the process is gone)
+            pass
+
+    async def _discard(self) -> None:
+        c, self._client = self._client, None
+        if c is not None:
+            try:
+                await asyncio.wait_for(c.stop(), 2)
+            except Exception:                     # noqa: BLE001
+                pass
+
+    async def _stop(self) -> None:
+        c = self._client
+        if c is None:
+            return
+        try:
+            await asyncio.wait_for(c.shutdown_async(None), 2)
+            c.exit(None)
+        except Exception:                         # noqa: BLE001 (exited, hung: killed after)
+            pass
+        await self._discard()
+
+    def _kill(self) -> None:
+        c = self._spawned
+        proc = getattr(c, "_server", None) if c is not None else None
+        for p in [proc]:
+            if p is not None and p.returncode is None:
+                try:
+                    p.kill()
+                except ProcessLookupError:
+                    pass
+
+    async def _sync(self, c, path: str, text: str) -> str:
+        from lsprotocol import types as T
+        uri = Path(path).resolve().as_uri()
+        have = self._docs.get(uri)
+        if have is None:
+            c.text_document_did_open(T.DidOpenTextDocumentParams(
+                T.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+            self._docs[uri] = (1, text)
+        elif have[1] != text:
+            v = have[0] + 1
+            c.text_document_did_change(T.DidChangeTextDocumentParams(
+                text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=v),
+                content_changes=[T.TextDocumentContentChangeWholeDocument(text=text)]))
+            self._docs[uri] = (v, text)
+        return uri
+
+    async def _open(self, at):
+        c = await self._ensure()
+        for p, t in (at.overlay or _NO_OVERLAY).files:
+            await self._sync(c, p, t)
+        return c, await self._sync(c, str(at.path), at.code)
+
+    async def _complete(self, at, after_dot: bool):
+        """One completion: the document is synced and asked under its lock, so no other
+        question's text replaces it before the server answers (a completion answered against
+        another splice's text is wrong or empty)."""
+        if self._doc_lock is None:
+            self._doc_lock = asyncio.Lock()
+        async with self._doc_lock:
+            try:
+                return await asyncio.wait_for(self._complete_now(at, after_dot), self.hang_s)
+            except asyncio.TimeoutError:          # hung: killed, restarted at the next question
+                self._kill()
+                raise ServerHung(f"{self.server} gave no answer in {self.hang_s:g} s: restarted") from None
+
+    async def _complete_now(self, at, after_dot: bool):
+        from lsprotocol import types as T
+        c, uri = await self._open(at)
+        lines = at.code.split("\n")
+        line = lines[at.line - 1] if 0 < at.line <= len(lines) else ""
+        ctx = T.CompletionContext(trigger_kind=T.CompletionTriggerKind.TriggerCharacter, trigger_character=".") \
+            if after_dot else T.CompletionContext(trigger_kind=T.CompletionTriggerKind.Invoked)
+        res = await c.text_document_completion_async(T.CompletionParams(
+            text_document=T.TextDocumentIdentifier(uri=uri),
+            position=T.Position(line=at.line - 1, character=utf16(line, at.column)), context=ctx))
+        return res
+
+    # -- answers ----------------------------------------------------------------------------------
+    def _parse(self, res, after_dot: bool = True) -> tuple[frozenset, dict, str | None]:
+        from lsprotocol import types as T
+        if res is None:
+            return frozenset(), {}, "empty"
+        items = res.items if isinstance(res, T.CompletionList) else list(res)
+        incomplete = bool(getattr(res, "is_incomplete", False))
+        kinds_of = _kinds()
+        drop = {T.CompletionItemKind.Keyword, T.CompletionItemKind.Snippet, T.CompletionItemKind.Text}
+        names, kinds = set(), {}
+        for it in items:
+            if it.kind in drop:
+                continue
+            m = _IDENT.match(it.filter_text or it.label or "")
+            if m is None:
+                continue
+            n = m.group(0)
+            names.add(n)
+            kinds[n] = kinds_of.get(it.kind, "instance")
+        if names and all(n.startswith("__") and n.endswith("__") for n in names):
+            # only object's members: the server does not know the type (an untyped parameter)
+            return frozenset(names), kinds, "untyped: only object's members"
+        if incomplete and not (after_dot and self.complete_members):
+            return frozenset(names), kinds, "incomplete: the server did not list every member"
+        return frozenset(names), kinds, None if names else "empty"
+
+    def _hidden(self, names) -> frozenset:
+        if not self.hide_private:
+            return frozenset()
+        return frozenset(n for n in names if n.startswith("_") and not (n.startswith("__") and n.endswith("__")))
+
+    def _landed(self, fut, full: tuple, receiver: str, t0: float, prefetch: bool) -> None:
+        try:
+            names, kinds, failed = self._parse(fut.result())
+        except Exception:                         # noqa: BLE001 (a crash: not cached)
+            return
+        if prefetch and failed is not None:
+            return
+        self._warm = True
+        with self._lock:
+            self._cache[full] = Analysis(receiver, names, (time.perf_counter() - t0) * 1e3, False, failed,
+                                         kinds, self._hidden(names))
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+
+class LspTicket:
+    """A running completion request: `result(timeout)` is its Analysis, or None while it runs;
+    a server that failed or exited fails open ("error: ...")."""
+
+    __slots__ = ("_owner", "_fut", "_receiver", "_t0", "_answer")
+
+    def __init__(self, owner: LspAnalyzer, fut, receiver: str, t0: float):
+        self._owner, self._fut, self._receiver, self._t0, self._answer = owner, fut, receiver, t0, None
+
+    def result(self, timeout: float | None = 0) -> Analysis | None:
+        if self._answer is not None:
+            return self._answer
+        owner = self._owner
+        try:
+            if timeout == 0 and not self._fut.done():
+                return None
+            names, kinds, failed = owner._parse(self._fut.result(timeout=timeout))
+            owner._warm = True
+        except cf.TimeoutError:
+            owner.timeouts += 1
+            return None
+        except Exception as exc:                  # noqa: BLE001 (never kills generation)
+            owner.errors += 1
+            names, kinds, failed = frozenset(), {}, f"error: {type(exc).__name__}: {exc}"[:200]
+        self._answer = Analysis(self._receiver, names, (time.perf_counter() - self._t0) * 1e3, False, failed,
+                                kinds, owner._hidden(names))
+        return self._answer
