@@ -263,7 +263,8 @@ def receiver_kind(receiver: str, params: dict[str, bool]) -> str:
 
 
 # -- runs -----------------------------------------------------------------------------------------
-def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool | None = None):
+def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool | None = None,
+                   analyzer: str = "jedi"):
     """The configuration the audit runs: MonitorConfig's and the monitor's own defaults (what
     users get), or the diagnostic one (speculation off, a long deadline)."""
     import inspect
@@ -273,16 +274,18 @@ def monitor_config(diagnostic: bool, call_sites: bool = False, vocabulary: bool 
     horizon = inspect.signature(DereferenceMonitor).parameters["horizon"].default
     shipped_vocabulary = MonitorConfig().vocabulary
     vocabulary = shipped_vocabulary if vocabulary is None else vocabulary
-    m = MonitorConfig(enabled=True, call_sites=call_sites, vocabulary=vocabulary)
+    m = MonitorConfig(enabled=True, call_sites=call_sites, vocabulary=vocabulary, analyzer=analyzer)
     if diagnostic:
         m = MonitorConfig(enabled=True, speculate=False, deadline_s=30.0, call_sites=call_sites,
-                          vocabulary=vocabulary)
+                          vocabulary=vocabulary, analyzer=analyzer)
     label = "diagnostic (speculation off, long deadline)" if diagnostic else "shipped"
     if call_sites:
         label += " + call-site types"
     if vocabulary != shipped_vocabulary:
         label += " + member vocabulary" if vocabulary else " without the member vocabulary"
-    return m, {"label": label,
+    if analyzer != "jedi":
+        label += f" · analyzer {analyzer}"
+    return m, {"label": label, "analyzer": analyzer,
                "speculate": m.speculate, "deadline_s": m.deadline_s, "horizon": horizon,
                "keywords": m.keywords, "sdk": m.sdk, "allow_bindings": m.allow_bindings,
                "call_sites": m.call_sites, "vocabulary": m.vocabulary}
@@ -603,7 +606,8 @@ def main() -> None:
                     help="ask about unannotated parameters (MonitorConfig.call_sites: Jedi's call-site types)")
     ap.add_argument("--vocabulary", action=argparse.BooleanOptionalAction, default=None,
                     help="hold untyped receivers to the project's member vocabulary (MonitorConfig."
-                         "vocabulary; default: what ships, on) or, with --no-vocabulary, let them fail open")
+                         "vocabulary; default: what ships, off) or, with --no-vocabulary, let them fail open")
+    ap.add_argument("--analyzer", default="jedi", help="jedi or an installed language server (ty)")
     ap.add_argument("--step-ms", type=float, default=0.0,
                     help="the stub network's forward calls (decode step or prefill chunk) padded to "
                          "this many ms, in the audit pass (with --stub-forward) and the timing pass: "
@@ -636,7 +640,7 @@ def main() -> None:
     if args.timing_per_repo:
         f, d = (int(x) for x in args.timing_per_repo.split(","))
         t_tasks = pick(every, kinds, f, d)
-    monitor, cfg = monitor_config(args.diagnostic, args.call_sites, args.vocabulary)
+    monitor, cfg = monitor_config(args.diagnostic, args.call_sites, args.vocabulary, args.analyzer)
     lm = load_model(args.model)
     shown = t_tasks if args.timing_only else tasks
     counts = ", ".join(f"{sum(t['kind'] == k for t in shown)} {k}" for k in kinds)

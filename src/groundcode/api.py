@@ -23,40 +23,12 @@ memory). Not here: contexts (context.py), the session (session.py), the loop
 """
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .config import MonitorConfig, PromptConfig, SamplingConfig, ToolConfig
 from .context import CodeContext, cursor_context, function_context  # noqa: F401  (public here)
+from .contract import Generation  # noqa: F401  (public here)
 from .errors import GroundcodeError
-
-
-@dataclass
-class Generation:
-    completion: str
-    tokens: int
-    seconds: float
-    finish_reason: str
-    triggers: list = field(default_factory=list)
-    model: str = ""
-    monitored: bool = True
-    rollbacks: int = 0
-    prompt_tokens: int = 0             # tokens in the model's prompt
-    tokens_cached: int = 0             # prompt tokens reused from the prefix cache (not prefilled)
-    timings: dict = field(default_factory=dict)   # queue_ms, prefill_ms, first_token_ms,
-                                                  # decode_ms, analysis_ms, total_ms
-    stop: object = None                # a guide's Stop(reason, cut, payload) when finish_reason is "stop"
-    remote_requests: int | None = None # requests sent to a remote model's server (None: local model)
-    drafted: int = 0                   # draft tokens verified (decoding/drafts.py) ...
-    draft_accepted: int = 0            # ... and accepted: tokens that cost no forward of their own
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["triggers"] = [t.to_json() if hasattr(t, "to_json") else t for t in self.triggers]
-        st = self.stop
-        d["stop"] = None if st is None else {"reason": st.reason, "cut": st.cut}
-        return d
 
 
 class Generator:

@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from .config import MonitorConfig, PromptConfig, SamplingConfig
@@ -32,36 +30,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Repository-aware code generation: static analysis guides the model.")
 
 
-def _console(stderr: bool) -> Console:
-    """No emoji codes (`FILE:a:b` stays text), and a wide page when piped (rich would cut
-    tables to 80 columns)."""
-    stream = sys.stderr if stderr else sys.stdout
-    tty = hasattr(stream, "isatty") and stream.isatty()
-    return Console(stderr=stderr, emoji=False, width=None if tty else 200)
-
-
-err = _console(stderr=True)
-
-
-def error(message: str) -> None:
-    """One line on stderr; the message is text, never rich markup."""
-    err.print(f"[red]error:[/red] {escape(str(message))}", highlight=False, soft_wrap=True)
-
-
-def _quiet_libraries() -> None:
-    import warnings
-    # a library's deprecation notice is said once per run, not once per forward pass (a
-    # 27-minute `bench run` logged thousands); their causes are fixed where they are ours
-    warnings.filterwarnings("once", category=FutureWarning)
-    warnings.filterwarnings("once", category=DeprecationWarning)
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
-        from transformers.utils import logging as hf_logging
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-    except Exception:  # transformers missing or changed: only cosmetics are lost
-        pass
+from .console import _console, _quiet_libraries, err, error  # noqa: E402,F401 (the CLI's console)
 
 
 def _mount_subapps() -> None:

@@ -69,7 +69,7 @@ def closed_getattr_names(c, code: str, path: str) -> frozenset | None:
     key = ("getattr", str(mp), line, text)
     if key not in _NOTES:
         try:
-            from .jedi_worker import source_text
+            from .jedi_texts import source_text
             _NOTES[key] = getattr_names(code if own else source_text(str(mp)), line)
         except Exception:
             _NOTES[key] = None
@@ -109,7 +109,7 @@ def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
     if mp.endswith(".pyi"):
         return None, frozenset()          # typeshed stubs: declared, and dynamic ones show __getattr__
     try:
-        from .jedi_worker import source_text       # the overlay's buffer, else the disk
+        from .jedi_texts import source_text       # the overlay's buffer, else the disk
         text = code if Path(mp) == Path(path) else source_text(mp)
         (l0, _), (l1, c1) = d.get_definition_start_position(), d.get_definition_end_position()
     except Exception:
@@ -136,7 +136,7 @@ def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
         return None, extra
     if not isinstance(node, ast.ClassDef):
         return None, extra
-    from .jedi_worker import unsaved
+    from .jedi_texts import unsaved
     with unsaved(mp):                    # `text` may be the query's partial code
         return _bases(jedi.Script(text, path=mp, project=project), project, text, mp, node, l0, indent,
                       extra)

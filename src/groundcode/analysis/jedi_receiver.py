@@ -97,7 +97,7 @@ def _script(scripts: dict, project, mp: str):
         try:
             import jedi
 
-            from .jedi_worker import source_text, unsaved
+            from .jedi_texts import source_text, unsaved
             text = source_text(mp)
             with unsaved(mp):
                 scripts[mp] = (jedi.Script(text, path=Path(mp), project=project), text)

@@ -55,7 +55,8 @@ class Job:
 
 
 _PROJECTS: dict = {}
-_OVERLAY: dict = {"stamp": "", "files": {}, "t": 0.0}
+from .jedi_texts import _OVERLAY, forget_parse, source_text, unsaved  # noqa: F401 (the worker's API)
+from .jedi_texts import buffer as _buffer
 _LOCK_FD: list = []
 _READY: list = []
 
@@ -190,46 +191,6 @@ def _install_overlay_hook() -> None:
 
     parse_and_get_code._gc_overlay = True
     InferenceState.parse_and_get_code = parse_and_get_code
-
-
-def _buffer(path) -> str | None:
-    if path is None:
-        return None
-    files = _OVERLAY["files"]
-    s = str(path)
-    text = files.get(s)
-    if text is None and files:
-        text = files.get(os.path.realpath(s))
-    return text
-
-
-def forget_parse(path) -> None:
-    """The in-memory parse of `path` is no module for later imports (see the module docstring):
-    its stamp goes below any file's mtime, so an import parses the file (diffing against it)."""
-    if not path:
-        return
-    import parso.cache
-    for per_grammar in parso.cache.parser_cache.values():
-        for key in (Path(path), str(path)):
-            item = per_grammar.get(key)
-            if item is not None:
-                item.change_time = float("-inf")
-
-
-@contextlib.contextmanager
-def unsaved(path):
-    """Jedi work on a Script whose text is not the file at `path`: afterwards that text is not
-    the module `path` for later Scripts in this process."""
-    try:
-        yield
-    finally:
-        forget_parse(path)
-
-
-def source_text(path: str) -> str:
-    """A module's text as the analyzer sees it: the open buffer, else the file."""
-    text = _buffer(path)
-    return text if text is not None else Path(path).read_text(encoding="utf-8")
 
 
 def set_overlay(stamp: str, files) -> None:

@@ -508,7 +508,7 @@ class Scheduler:
         job.t_prefilled = time.perf_counter()
         p = job.prefill
         if job.warm:
-            from ..session import DONE, Update
+            from ..contract import DONE, Update
             job.stream._push(Update(DONE, result=self._generation(job, None, "warm")))
             return
         self.batch.add(job.rows, p.logits, p.layers)
@@ -517,7 +517,7 @@ class Scheduler:
 
     # -- events to streams --------------------------------------------------------------------
     def _route(self, job: _Job, events: list) -> None:
-        from ..session import DONE, ERROR, TEXT, TRIGGER, Update
+        from ..contract import DONE, ERROR, TEXT, TRIGGER, Update
         s = job.stream
         for ev in events:
             j = ev.row[1]
@@ -580,13 +580,13 @@ class Scheduler:
         if left <= 0 or job.warm or req.n != 1 or req.sampling.temperature > 0 or req.prompt_ids is not None \
                 or req.logit_bias or job.ctx is None or getattr(job.ctx, "kind", "") != "cursor":
             return
-        from ..session import Stream
+        from ..contract import Stream
         stream = Stream(req, 1)
         stream.ahead = _Ahead((a.chars if a is not None else frozenset()) | {text[at]}, left)
         self._ahead.append(_Job(stream))
 
     def _generation(self, job: _Job, o, reason: str):
-        from ..api import Generation
+        from ..contract import Generation
         now = time.perf_counter()
         sub = job.stream.submitted
         ms = lambda a, b: round(1000 * (b - a), 3) if a is not None and b is not None else None  # noqa: E731
@@ -608,13 +608,13 @@ class Scheduler:
     def _end_unstarted(self, job: _Job, reason: str) -> None:
         """A request that ends before its rows decoded (cancelled or expired while waiting or
         prefilling): every sample is done, empty."""
-        from ..session import DONE, Update
+        from ..contract import DONE, Update
         n = 1 if job.warm else job.request.n
         for j in range(n):
             job.stream._push(Update(DONE, sample=j, result=self._generation(job, None, reason)))
 
     def _error(self, job: _Job, exc: BaseException) -> None:
-        from ..session import ERROR, Update
+        from ..contract import ERROR, Update
         job.failed = True
         job.stream._push(Update(ERROR, error=_one_line(exc)))
 

@@ -63,7 +63,7 @@ class SnippetIndex:
     @classmethod
     def build(cls, snippets, directory: Path, meta: dict | None = None, dense: bool = True,
               dense_model: str | None = None, summaries: dict | None = None, progress=None) -> "SnippetIndex":
-        from .index_dir import check, install, staging
+        from .index_dir import check, staging
         directory = Path(directory)
         check(directory, "manifest.json", "snippet")
         t0 = time.perf_counter()

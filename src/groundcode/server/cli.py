@@ -75,7 +75,7 @@ def serve_cmd(
 ) -> None:
     """Serve completions over HTTP: OpenAI /v1/completions, llama.cpp /infill and the
     structured /v1/code/completions (docs/EDITORS.md). Never writes into a workspace."""
-    from ..cli import _quiet_libraries, err
+    from ..console import _quiet_libraries, err
     _quiet_libraries()
     try:
         import uvicorn

@@ -44,7 +44,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
                                        "site-packages are read as files, nothing of it runs)"),
             log_level: str = typer.Option("WARNING", "--log-level", help="stderr logging")) -> None:
     """Serve completions to an editor over the Language Server Protocol (stdio)."""
-    from ..cli import _quiet_libraries, error
+    from ..console import _quiet_libraries, error
     from ..errors import GroundcodeError
     _quiet_libraries()
     try:
