@@ -48,76 +48,30 @@ member is a proposal, `Rollback(checkpoint, "not a member", (candidates, record,
 the monitor enters its redo state (NARROW under the mask, the record marked rolled back) only in
 `rolled_back`, once the engine has chosen that cut. `final_upto` holds back the text after a
 trigger whose answer is still owed (SPEC, FREE, PENDING and the late answers).
+The monitor is split by noun: this file is its state machine (reset, mask/check/advance, the
+trigger's analysis and narrowing); its key and prefetch policy is dereference_keys.py, the
+member-vocabulary steering dereference_vocab.py, the speculation ledger (owed and late answers,
+settle, rollbacks) dereference_spec.py — mixins of one class, one state.
 Not here: jedi (analysis/jedi_*.py), name narrowing (narrowing.py), the loop (decoding/engine.py).
 """
 from __future__ import annotations
 
-import hashlib
 import re
-import time
 
 import numpy as np
 
-from ...pycode import (Lexer, assigned_attributes, binding_verdict, block_end, could_bind,
-                       docstring_types, enclosing_scope, function_header, ident_run,
-                       imported_names, receiver_before, used_attributes)
+from ...pycode import Lexer, block_end, could_bind, enclosing_scope, ident_run, receiver_before
 from ...analysis.base import Analysis, Answered, MembersQuery
 from ...analysis.guards import isinstance_guards
 from ...analysis.wait import PatientWait, WaitPolicy
-from .base import Guide, Rollback, RowView, TriggerRecord, token_flags
+from .base import Guide, RowView, TriggerRecord, token_flags
 from .narrowing import Narrowing, is_dunder
-from .provenance import foreign
-
-WAIT, NARROW, FREE, PENDING, SPEC = "wait", "narrow", "free", "pending", "spec"
-_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-# a line that binds a local (`x = ...`, `x: T = ...`, `for x in ...:`, `with ... as x:`)
-_BINDS = re.compile(r"([ \t]*)(?:([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)|for\s+([A-Za-z_]\w*)\s+in\b"
-                    r"|(?:async\s+)?with\b.*\bas\s+([A-Za-z_]\w*)\s*:\s*$)")
-_USED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.[A-Za-z_]")
-# a dotted chain `a.b.c` (each of its proper prefixes is a receiver the text dots into)
-_CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-# a module-level name: assigned at column 0, or a top-level class
-_TOP_BINDS = re.compile(r"^(?:class\s+([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=))", re.M)
-# prefetches at a row's start: at most this many (one worker answers them in turn, and a local
-# bound while decoding waits behind them), of which at most _FILE_PREFETCHES from `_often_dotted`
-_PREFETCHES, _FILE_PREFETCHES = 8, 5
-# why an answer is no answer, where the type is unknown rather than open-ended: the project's
-# member vocabulary constrains the name instead (MonitorConfig.vocabulary). Not an unresolved
-# import or base class: those members are a library's that the analyzer cannot see, which the
-# project's own code need not write anywhere (pandas' `to_dict` in pypet: a correct name that a
-# first version of this rule rolled back); they fail open as before.
-_VOCABULARY_FOR = ("empty", "untyped")
+from .dereference_keys import _DOTTED, KeyPolicy, _digest  # noqa: F401
+from .dereference_spec import FREE, NARROW, PENDING, SPEC, WAIT, SpeculationLedger  # noqa: F401
+from .dereference_vocab import _VOCABULARY_FOR, VocabularySteering, _WithVocabulary  # noqa: F401
 
 
-class _WithVocabulary:
-    """A ticket whose answer, where it leaves the type unknown (`_VOCABULARY_FOR`), is held back
-    until the project's member vocabulary is ready too (its first scan, the buffer's read): so a
-    fresh process speculates on such a trigger and verifies it, instead of failing open."""
-    __slots__ = ("inner", "mon")
-
-    def __init__(self, inner, mon):
-        self.inner, self.mon = inner, mon
-
-    def result(self, timeout: float | None = 0):
-        end = None if timeout is None else time.monotonic() + timeout
-        a = self.inner.result(timeout)
-        if a is None:
-            return None
-        why = a.failed or ("" if a.names else "empty")      # as _narrowing reads the answer
-        if not why.startswith(_VOCABULARY_FOR):
-            return a
-        mon = self.mon
-        if mon._vocab_names is None:
-            left = None if end is None else max(0.0, end - time.monotonic())
-            mon._vocab_names = mon._vocab.wait_names(mon.ctx.path, mon._buffer, left)
-        return a if mon._vocab_names is not None else None
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2s(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-
-
-class DereferenceMonitor(Guide):
+class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide):
     def __init__(self, analyzer, allow_bindings: bool = True, rollback: bool = True,
                  speculate: bool = True, horizon: int = 48, hide_dunder: bool = True,
                  verify_first: bool | None = None, waits: WaitPolicy | None = None,
@@ -236,34 +190,6 @@ class DereferenceMonitor(Guide):
         self._snap_cache = s
         self.lexer.rewind(len(self.prefix) + len(row.text))
 
-    def rolled_back(self, row: RowView, proposal: Rollback) -> None:
-        """Our proposal won: redo the trigger under the mask, no second chance to write freely."""
-        nar, rec, need = proposal.payload
-        if not any(t is rec for t in row.triggers):
-            row.triggers.append(rec)              # a merged-dot trigger: its token is redone
-        rec.rolled_back = True
-        rec.chosen = None
-        # a redo at the cursor's trigger keeps what the user typed of the name (`self.re|`)
-        nar.need, nar.typed = need, self._cursor[1] if rec is self._cursor[0] else ""
-        self.nar, self.record = nar, rec
-        self.checkpoint, self.rollback_need = proposal.length, need
-        self.late = tuple(e for e in self.late if e[3] < proposal.length)
-        self.ticket = None
-        self.free_ok = False
-        self.spec_typed, self.spec_done = "", False
-        self.state = NARROW
-        self._snap_cache = None
-
-    def declined(self, row: RowView, proposal: Rollback) -> None:
-        """A host that does not roll back (replay): the name stays; carry on as after a binding."""
-        rec = proposal.payload[1]
-        rec.rolled_back = True
-        rec.chosen = None
-        if rec is self.record:       # an owed answer's proposal leaves the current trigger alone
-            self.ticket, self.nar = None, None
-            self.state = WAIT
-        self._snap_cache = None
-
     def final_upto(self, row: RowView) -> int:
         """Text after a trigger whose answer is still owed may be cut: held back."""
         if self.state is WAIT and not self.late:
@@ -277,147 +203,6 @@ class DereferenceMonitor(Guide):
         return row.ends[c - 1] if 0 < c <= len(row.ends) else (0 if c <= 0 else len(row.text))
 
     # -- analysis -----------------------------------------------------------------------------
-    def _rebinds(self, root: str, generated: str) -> str:
-        pat = re.compile(rf"\b(for|as)\s+{re.escape(root)}\b|\b{re.escape(root)}\s*(:[^=\n]*)?=(?!=)")
-        return "\n".join(ln for ln in (self.body_prefix + generated).splitlines() if pat.search(ln))
-
-    def _unannotated(self, name: str) -> bool:
-        return name not in ("self", "cls") and name in self._params and name not in self._annotations
-
-    def _guessed(self, root: str, generated: str) -> str | None:
-        """Why Jedi could only guess the type of `root` (from the call sites it finds): an
-        unannotated parameter, or a local that some line binds to one (`x = param`)."""
-        if self.call_sites:
-            return None
-        rebinds = self._rebinds(root, generated) if root else ""
-        if self._unannotated(root) and not rebinds:
-            return "unannotated parameter"
-        for m in re.finditer(rf"(?<![\w.]){re.escape(root)}\s*=\s*([A-Za-z_]\w*)\s*(?:#.*)?$", rebinds, re.M):
-            if m.group(1) != root and self._unannotated(m.group(1)):
-                return f"alias of the unannotated parameter {m.group(1)}"
-        return None
-
-    def _key(self, receiver: str, generated: str, full: str) -> tuple:
-        """Cache key: (text outside the function, scope, receiver, this function's lines that
-        rebind its root). `self`/`cls` are shared by the methods of a class; a root never bound
-        in this function (an import, a module global, a builtin) by the whole file."""
-        root = ident_run(receiver)
-        scope = self.scope
-        rebinds = ""
-        literal = receiver.lstrip("bBrRfFuU")[:1]
-        if literal in ("'", '"'):          # every str (bytes) literal has the same members
-            kind = "bytes" if receiver[:1] in "bB" or receiver[1:2] in "bB" else "str"
-            return ("<literal>", kind)
-        if root in ("self", "cls"):
-            scope = scope.rpartition(".")[0] or scope
-            if receiver != root and _DOTTED.match(receiver):
-                # `self.x.`: shared by the class's methods (a prefetch asks it at the body's
-                # start), unless this function assigns `self.x` (Jedi infers from that too)
-                rebinds = self._rebinds(receiver, generated)
-        elif root:
-            rebinds = self._rebinds(root, generated)
-            if not rebinds and receiver == root and root in self._annotations:
-                scope = ("<annotation>", self._annotations[root])   # `ctx: Context`: per type
-            elif not rebinds and root not in self._params and \
-                    not re.search(rf"\b{re.escape(root)}\b", self.body_prefix):
-                scope = "<module>"
-        return (self.version, scope, receiver or full[-40:], _digest(rebinds) if rebinds else "")
-
-    def _signature(self) -> None:
-        """Parameters and annotations of the function being written (from the lexing prefix),
-        its body's indentation (any width) and the prefix's text from the body on."""
-        fn = function_header(self.prefix)
-        self._params: list[str] = fn.params if fn else []
-        self._annotations: dict[str, str] = dict(fn.annotations) if fn else {}
-        self._body_indent = fn.indent if fn else ""
-        self.body_prefix = self.prefix[fn.body:] if fn else self.prefix
-        if fn:          # a docstring's `:type p: T` types `p` for Jedi as an annotation does
-            undeclared = [p for p in self._params if p not in self._annotations and p not in ("self", "cls")]
-            self._annotations.update(docstring_types(self.body_prefix, undeclared))
-
-    def _prefetch(self, asked: str | None = None, ended=None) -> None:
-        """A body is about to be written: ask in the background for the members of the
-        receivers it most often dots into: the function's parameters whose type is known
-        (`self`, `cls`, annotated ones) and the module's imported names that the file dots
-        into, each as a new statement of the body (`ctx.probe`), never at the cursor's text.
-        `asked`: the receiver the cursor's own trigger asked about already."""
-        if self.reproducible:
-            return              # a prefetch's answer (another splice) would serve the real question
-        # Only receivers whose type is known up front: an unannotated parameter fails open.
-        likely = [p for p in self._params if p in ("self", "cls") or p in self._annotations][:4]
-        # the names this function dots into already (a cursor context), most recent first
-        # (unannotated parameters excluded: they fail open without asking)
-        imported = imported_names(self.ctx.before + "\n" + self.ctx.after)
-        known = set(imported) | set(self._annotations) | {
-            next(n for n in m.groups()[1:] if n) for m in map(_BINDS.match, self.body_prefix.splitlines())
-            if m is not None}
-        likely += [n for n in dict.fromkeys(reversed(_USED.findall(self.body_prefix))) if n in known][:4]
-        likely += self._often_dotted(imported)
-        for p in list(dict.fromkeys(likely))[:_PREFETCHES]:
-            sp = self.ctx.probe(p) if p != asked else None
-            if sp is not None:
-                self.analyzer.ask(MembersQuery(sp, p, self._key(p, "", p + "."), prefetch=True, ended=ended))
-
-    def _often_dotted(self, imported: list[str]) -> list[str]:
-        """The receivers the file dots into most, most used first: chains rooted at a module
-        name (an import, a top-level assignment or class: `os`, `os.path`, `logger`) in the
-        whole file, and `self.x` / `cls.x` in the enclosing class's text (`self.registry.`),
-        when this function has that parameter. Names this function binds or takes as a
-        parameter are left to the other prefetches (their answers depend on its text)."""
-        text = self.ctx.before + "\n" + self.ctx.after
-        roots = (set(imported) | {a or b for a, b in _TOP_BINDS.findall(text)}) - set(self._params)
-        roots -= {next(n for n in m.groups()[1:] if n) for m in map(_BINDS.match, self.body_prefix.splitlines())
-                  if m is not None}
-        counts: dict[str, int] = {}
-        for src, keep in ((text, lambda r: r.partition(".")[0] in roots),
-                          (self._class_text, lambda r: "." in r and r.partition(".")[0] in self._params[:1]
-                           and r.partition(".")[0] in ("self", "cls"))):
-            for chain in _CHAIN.findall(src):
-                parts = chain.split(".")
-                for k in range(1, min(len(parts), 3)):       # `a.b.c`: receivers `a`, `a.b`
-                    r = ".".join(parts[:k])
-                    if keep(r):
-                        counts[r] = counts.get(r, 0) + 1
-        ranked = sorted(counts, key=lambda r: -counts[r])     # stable: the file's order on ties
-        return ranked[:_FILE_PREFETCHES]
-
-    def _prefetch_bound(self, row: RowView) -> None:
-        """A line just ended that binds a local (`x = make()`): ask in the background for its
-        members, as a statement of the next line, under the key the trigger `x.` will have —
-        the answer is then often in before the name after that dot is written."""
-        text = row.text
-        end = text.rfind("\n")
-        full = self.prefix + text[:end]           # the line may start before the row's text
-        line = full[full.rfind("\n") + 1:]
-        m = _BINDS.match(line)
-        if m is None or line.rstrip().endswith(("\\", ",", "(", "[", "{")) or \
-                sum(line.count(c) for c in "([{") != sum(line.count(c) for c in ")]}"):
-            return                          # no binding, or a statement still open
-        name = m.group(2) or m.group(3) or m.group(4)
-        if name in ("self", "cls", "_"):
-            return
-        indent = m.group(1) + ("    " if line.rstrip().endswith(":") else "")
-        upto = text[: end + 1] + indent + name + "."
-        at = self.ctx.splice(upto, drop=self._hold)
-        self.analyzer.ask(MembersQuery(at, name, self._key(name, upto, name + "."), prefetch=True, soon=True,
-                                       ended=row.cancelled))
-
-    def _extra(self, receiver: str, upto_dot: str) -> set[str]:
-        """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
-        methods, or already written here): members once that code has run. For `self`/`cls`
-        also those the class's own code reads (`self.value` in another method: set by a
-        subclass or the host of a mixin, it exists when the class's code runs)."""
-        if not _DOTTED.match(receiver):
-            return set()
-        found = assigned_attributes(self.body_prefix + upto_dot, receiver)
-        if ident_run(receiver) in ("self", "cls"):
-            known = self._class_attrs.get(receiver)
-            if known is None:                     # the class's text is fixed: scan it once
-                known = self._class_attrs[receiver] = (assigned_attributes(self._class_text, receiver)
-                                                       | used_attributes(self._class_read, receiver))
-            found |= known
-        return found
-
     def _analyze(self, row: RowView, upto_dot: str) -> TriggerRecord | None:
         """Ask for the members after the dot that ends `upto_dot` (generated text). Returns the
         trigger's record, or None when it failed open. On a cache miss with speculation on,
@@ -488,34 +273,6 @@ class DereferenceMonitor(Guide):
             steer = steer | extra
             hide = (lambda n, v=steer, d=hide: n not in v or (d is not None and d(n)))
         return Narrowing(row.vocab, names, hide=hide)
-
-    def _vocabulary_for(self, why: str, row: RowView, receiver: str) -> frozenset | None:
-        """The project's member vocabulary where `why` says the receiver's type is unknown
-        (not where names are made up at run time, "dynamic", or the answer was not in time)
-        and the receiver cannot be a library object (provenance.py: not a parameter, a call's
-        result, a member of a member — never through a name the vocabulary held —, nor bound
-        from outside); None: fail open (vocabulary off, its first scan still running, or a
-        receiver that may be a library's)."""
-        if self._vocab is None or not why.startswith(_VOCABULARY_FOR):
-            return None
-        text = self._class_text if ident_run(receiver) in ("self", "cls") else self.body_prefix + row.text
-        if foreign(receiver, self._params, text) is not None:
-            return None
-        if self._vocab_names is None:      # a reproducible run waits: masks must not depend on timing
-            self._vocab_names = self._vocab.names(self.ctx.path, self._buffer, block=self.reproducible)
-        return self._vocab_names
-
-    def _steer_for(self, receiver: str) -> frozenset:
-        """Names the project writes right after the receiver's last name (`conf` of
-        `self.conf`), or where it writes none, the builtin types' members (an untyped loop
-        variable is most often a str, list or dict); for a call or subscript of a name, what the
-        project writes after such a call or subscript (`encode()`, `_states[]`), else nothing."""
-        receiver = receiver or ""
-        if _DOTTED.fullmatch(receiver):
-            from ...analysis.vocabulary import BUILTIN_MEMBERS
-            last = receiver.rsplit(".", 1)[-1]
-            return self._vocab.after(self.ctx.path, self._buffer, last) or BUILTIN_MEMBERS
-        return frozenset()         # a call's or subscript's result: never held (provenance.py)
 
     def _cursor_name(self, row: RowView, typed: str) -> None:
         """The user already wrote `typed` after the dot: it counts as the name's start."""
@@ -687,124 +444,3 @@ class DereferenceMonitor(Guide):
         return self._scan(row, t, end)
 
     # -- speculation (the answer is still running) ----------------------------------------------
-    def _spec_feed(self, row: RowView, t: str, i: int) -> int | None:
-        s = t[i:]
-        name = ident_run(s)
-        self.spec_typed += name
-        if len(name) == len(s):
-            return self._poll_spec(row)        # the name goes on
-        end = i + len(name)
-        self.record.chosen = self.spec_typed
-        self.name_end = len(row.text) - (len(t) - end)
-        a = self.ticket.result(0)
-        if a is not None:                      # landed just now: settle as without speculation
-            self.ticket = None
-            if self._answered(row, self.record, a) and not self.nar.fits(self.spec_typed):
-                if self.state == FREE:
-                    self.state = PENDING
-                    return self._decide(row)
-                return self._redo_under_mask(row)
-            self.state = WAIT
-            return self._scan(row, t, end)
-        if self.state == FREE:
-            self.state = PENDING               # a binding needs no answer: see what follows
-            return self._decide(row)
-        self._owe_answer(row)
-        return self._scan(row, t, end)
-
-    def _poll_spec(self, row: RowView) -> int | None:
-        """Mid-name: has the answer landed? A name that cannot become a member is redone."""
-        a = self.ticket.result(0)
-        if a is None:
-            if len(row.tokens) - self.dot_tokens > self.horizon:
-                self.record.reason = "late"
-                self.ticket = None
-                self.state = WAIT
-            return None
-        self.ticket = None
-        if not self._answered(row, self.record, a):
-            self.state = WAIT                  # failed open after all
-            return None
-        self.nar.typed = self.spec_typed
-        if self.nar.fits(self.spec_typed, complete=False):
-            self.state = NARROW if self.state == SPEC else FREE
-            return None
-        if self.state == FREE:
-            return None                        # FREE with candidates known: may be a binding
-        return self._redo_under_mask(row)
-
-    def _owe_answer(self, row: RowView) -> None:
-        """The name is written before its answer came: verify it when the answer lands."""
-        self.late = self.late + ((self.ticket, self.record, self.spec_typed, self.checkpoint,
-                                  self.rollback_need, self.dot_tokens, self._extra_names),)
-        self.ticket = None
-        self.state = WAIT
-
-    def _poll_late(self, row: RowView, settling: bool = False) -> int | None:
-        """Settle the owed answers that have landed (`settling`: those not landed by now time
-        out); roll back to the first name that is not a member (everything written after it
-        goes too)."""
-        keep = []
-        for k, entry in enumerate(self.late):
-            ticket, rec, name, checkpoint, need, dot_tokens, extra = entry
-            a = ticket.result(0)
-            if a is None:
-                if settling:
-                    rec.reason = "timeout"
-                elif len(row.tokens) - dot_tokens > self.horizon:
-                    rec.reason = "late"
-                else:
-                    keep.append(entry)
-                continue
-            nar = self._narrowing(row, rec, a, extra)
-            if nar is None or nar.fits(name):
-                continue
-            self.late = tuple(keep)
-            return Rollback(checkpoint, "not a member", (nar, rec, need))
-        self.late = tuple(keep)
-        return None
-
-    def settle(self, row: RowView) -> int | None:
-        """The row is about to finish: wait for the answers still owed — all together, up to
-        the analyzer's deadline and the batch's shared window (WaitPolicy) — and roll back to a
-        name that is not a member."""
-        self._snap_cache = None
-        owed = [e[0] for e in self.late]
-        if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
-            owed.append(self.ticket)
-        if owed:
-            self.waits.wait(owed, self.analyzer.deadline() or 2.0, row.cancelled)
-        if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
-            a = self.ticket.result(0)
-            self.ticket = None
-            if a is None:
-                self.record.reason = "timeout"
-            # the row ends here, so the name is as long as it gets: it must be a whole member
-            # (`return self.` + EOS, or a name cut short, is rolled back and redone)
-            elif self._answered(row, self.record, a) and not (
-                    self.record.binding or self.nar.fits(self.spec_typed, complete=True)):
-                return self._redo_under_mask(row)
-            self.state = WAIT
-        if self.late:
-            return self._poll_late(row, settling=True)
-        return None
-
-    def _decide(self, row: RowView) -> int | None:
-        verdict = binding_verdict(row.text[self.name_end:])
-        if verdict is None:
-            return None
-        if verdict:
-            self.record.binding = True
-            self.ticket = None
-            self.state = WAIT
-            return None
-        if self.nar is None:             # not a binding, the answer still running: owe it
-            self._owe_answer(row)
-            t = row.vocab.texts[row.tokens[-1]]
-            return self._scan(row, t, max(0, self.name_end - (len(row.text) - len(t))))
-        return self._redo_under_mask(row)
-
-    def _redo_under_mask(self, row: RowView) -> Rollback:
-        """Not a member and not a binding: propose to undo the name and redo the trigger under
-        the mask (the state changes in `rolled_back`, if the engine takes this cut)."""
-        return Rollback(self.checkpoint, "not a member", (self.nar, self.record, self.rollback_need))

@@ -1,0 +1,164 @@
+"""The dereference monitor's speculation ledger (a mixin of DereferenceMonitor): a name decoded
+while its answer runs (SPEC), answers owed at the row's end or landing late, the verdict once an
+answer is in (keep, or roll back and redo under the mask), and what a host that cannot roll back
+declines. The monitor's states are named here. Test: tests/test_speculation.py,
+tests/test_dereference_states.py.
+"""
+from __future__ import annotations
+
+from ...pycode import binding_verdict, ident_run
+from .base import Rollback, RowView
+
+WAIT, NARROW, FREE, PENDING, SPEC = "wait", "narrow", "free", "pending", "spec"
+
+
+class SpeculationLedger:
+    def rolled_back(self, row: RowView, proposal: Rollback) -> None:
+        """Our proposal won: redo the trigger under the mask, no second chance to write freely."""
+        nar, rec, need = proposal.payload
+        if not any(t is rec for t in row.triggers):
+            row.triggers.append(rec)              # a merged-dot trigger: its token is redone
+        rec.rolled_back = True
+        rec.chosen = None
+        # a redo at the cursor's trigger keeps what the user typed of the name (`self.re|`)
+        nar.need, nar.typed = need, self._cursor[1] if rec is self._cursor[0] else ""
+        self.nar, self.record = nar, rec
+        self.checkpoint, self.rollback_need = proposal.length, need
+        self.late = tuple(e for e in self.late if e[3] < proposal.length)
+        self.ticket = None
+        self.free_ok = False
+        self.spec_typed, self.spec_done = "", False
+        self.state = NARROW
+        self._snap_cache = None
+
+    def declined(self, row: RowView, proposal: Rollback) -> None:
+        """A host that does not roll back (replay): the name stays; carry on as after a binding."""
+        rec = proposal.payload[1]
+        rec.rolled_back = True
+        rec.chosen = None
+        if rec is self.record:       # an owed answer's proposal leaves the current trigger alone
+            self.ticket, self.nar = None, None
+            self.state = WAIT
+        self._snap_cache = None
+
+    def _spec_feed(self, row: RowView, t: str, i: int) -> int | None:
+        s = t[i:]
+        name = ident_run(s)
+        self.spec_typed += name
+        if len(name) == len(s):
+            return self._poll_spec(row)        # the name goes on
+        end = i + len(name)
+        self.record.chosen = self.spec_typed
+        self.name_end = len(row.text) - (len(t) - end)
+        a = self.ticket.result(0)
+        if a is not None:                      # landed just now: settle as without speculation
+            self.ticket = None
+            if self._answered(row, self.record, a) and not self.nar.fits(self.spec_typed):
+                if self.state == FREE:
+                    self.state = PENDING
+                    return self._decide(row)
+                return self._redo_under_mask(row)
+            self.state = WAIT
+            return self._scan(row, t, end)
+        if self.state == FREE:
+            self.state = PENDING               # a binding needs no answer: see what follows
+            return self._decide(row)
+        self._owe_answer(row)
+        return self._scan(row, t, end)
+
+    def _poll_spec(self, row: RowView) -> int | None:
+        """Mid-name: has the answer landed? A name that cannot become a member is redone."""
+        a = self.ticket.result(0)
+        if a is None:
+            if len(row.tokens) - self.dot_tokens > self.horizon:
+                self.record.reason = "late"
+                self.ticket = None
+                self.state = WAIT
+            return None
+        self.ticket = None
+        if not self._answered(row, self.record, a):
+            self.state = WAIT                  # failed open after all
+            return None
+        self.nar.typed = self.spec_typed
+        if self.nar.fits(self.spec_typed, complete=False):
+            self.state = NARROW if self.state == SPEC else FREE
+            return None
+        if self.state == FREE:
+            return None                        # FREE with candidates known: may be a binding
+        return self._redo_under_mask(row)
+
+    def _owe_answer(self, row: RowView) -> None:
+        """The name is written before its answer came: verify it when the answer lands."""
+        self.late = self.late + ((self.ticket, self.record, self.spec_typed, self.checkpoint,
+                                  self.rollback_need, self.dot_tokens, self._extra_names),)
+        self.ticket = None
+        self.state = WAIT
+
+    def _poll_late(self, row: RowView, settling: bool = False) -> int | None:
+        """Settle the owed answers that have landed (`settling`: those not landed by now time
+        out); roll back to the first name that is not a member (everything written after it
+        goes too)."""
+        keep = []
+        for k, entry in enumerate(self.late):
+            ticket, rec, name, checkpoint, need, dot_tokens, extra = entry
+            a = ticket.result(0)
+            if a is None:
+                if settling:
+                    rec.reason = "timeout"
+                elif len(row.tokens) - dot_tokens > self.horizon:
+                    rec.reason = "late"
+                else:
+                    keep.append(entry)
+                continue
+            nar = self._narrowing(row, rec, a, extra)
+            if nar is None or nar.fits(name):
+                continue
+            self.late = tuple(keep)
+            return Rollback(checkpoint, "not a member", (nar, rec, need))
+        self.late = tuple(keep)
+        return None
+
+    def settle(self, row: RowView) -> int | None:
+        """The row is about to finish: wait for the answers still owed — all together, up to
+        the analyzer's deadline and the batch's shared window (WaitPolicy) — and roll back to a
+        name that is not a member."""
+        self._snap_cache = None
+        owed = [e[0] for e in self.late]
+        if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
+            owed.append(self.ticket)
+        if owed:
+            self.waits.wait(owed, self.analyzer.deadline() or 2.0, row.cancelled)
+        if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
+            a = self.ticket.result(0)
+            self.ticket = None
+            if a is None:
+                self.record.reason = "timeout"
+            # the row ends here, so the name is as long as it gets: it must be a whole member
+            # (`return self.` + EOS, or a name cut short, is rolled back and redone)
+            elif self._answered(row, self.record, a) and not (
+                    self.record.binding or self.nar.fits(self.spec_typed, complete=True)):
+                return self._redo_under_mask(row)
+            self.state = WAIT
+        if self.late:
+            return self._poll_late(row, settling=True)
+        return None
+
+    def _decide(self, row: RowView) -> int | None:
+        verdict = binding_verdict(row.text[self.name_end:])
+        if verdict is None:
+            return None
+        if verdict:
+            self.record.binding = True
+            self.ticket = None
+            self.state = WAIT
+            return None
+        if self.nar is None:             # not a binding, the answer still running: owe it
+            self._owe_answer(row)
+            t = row.vocab.texts[row.tokens[-1]]
+            return self._scan(row, t, max(0, self.name_end - (len(row.text) - len(t))))
+        return self._redo_under_mask(row)
+
+    def _redo_under_mask(self, row: RowView) -> Rollback:
+        """Not a member and not a binding: propose to undo the name and redo the trigger under
+        the mask (the state changes in `rolled_back`, if the engine takes this cut)."""
+        return Rollback(self.checkpoint, "not a member", (self.nar, self.record, self.rollback_need))
