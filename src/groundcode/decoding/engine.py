@@ -48,7 +48,7 @@ tests/test_drafts.py.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import torch
 
@@ -56,107 +56,17 @@ from ..config import SamplingConfig
 from . import attention, drafts, kv
 from .checkpoints import Checkpoints, proposals_of
 from .detokenize import Detokenizer
-from .guides.base import Guide, RowView, Stop, TriggerRecord
+from .guides.base import Stop
 from .masking import combine, keep_only
-from .sampling import make_generators, sample_rows
+from .sampling import sample_rows
+from .batch_cache import BatchCache
+from .rows import FINAL, FINISHED, ROLLBACK, STOP, TOKEN, TRIGGER, Event, Row, RowOutput, RowSpec  # noqa: F401
 
-TOKEN, TRIGGER, FINAL, ROLLBACK, STOP, FINISHED = "token", "trigger", "final", "rollback", "stop", "finished"
 # Tokens per prefill forward. Cancels and the running batch's steps come between chunks; 1,024
 # (the prompt cap editors send) rather than 256: 16 requests at once ended 18% sooner on 2 CPU
 # cores with the larger forwards (9.4-9.9 s against 11.5-12.5 s, smollm2-135m; fewer forwards,
 # each a better matrix size), at the price of a coarser cancel inside one long prefill.
 PREFILL_CHUNK = 1024
-
-
-@dataclass
-class RowSpec:
-    prompt_ids: list[int]
-    context: object = None              # what guides read (CodeContext); never the prompt
-    guides: list[Guide] = field(default_factory=list)
-    seed: int = 0
-    id: object = None                   # the row's name in events (default: its index)
-    stop_ids: frozenset = frozenset()   # extra end-of-text ids (e.g. FIM's pad / file separator)
-    choose: object = None               # token policy (replay.Teacher); None: sample and verify
-    draft: object = None                # drafts.Reference: what the row probably writes (the last
-                                        #   suggestion here, when the user typed its start)
-
-
-@dataclass
-class RowOutput:
-    completion: str
-    tokens: list[int]
-    finish_reason: str                  # eos | length | stop | cancelled | deadline | error
-    triggers: list[TriggerRecord]
-    rollbacks: int = 0
-    constrained_steps: int = 0
-    stop: Stop | None = None            # the guide's stop (reason, payload) when "stop"
-    id: object = None
-    error: str | None = None            # "error": what failed (a guide raised)
-    drafted: int = 0                    # draft tokens fed (drafts.py) and accepted
-    draft_accepted: int = 0
-
-
-@dataclass
-class Event:
-    kind: str                           # TOKEN | TRIGGER | FINAL | ROLLBACK | STOP | FINISHED
-    row: object                         # RowSpec.id
-    token: int | None = None            # TOKEN
-    text: str = ""                      # TOKEN / FINAL: new text; ROLLBACK: the text that stays
-    length: int | None = None           # ROLLBACK: tokens kept
-    trigger: TriggerRecord | None = None
-    triggers: tuple = ()                # FINAL: triggers that became final
-    stop: Stop | None = None
-    output: RowOutput | None = None     # FINISHED
-
-
-class Row:
-    """Engine-side state of one row (the guides see `view`)."""
-
-    def __init__(self, engine: "Engine", spec: RowSpec, sampling: SamplingConfig, index: int = 0):
-        self.spec = spec
-        self.id = index if spec.id is None else spec.id
-        self.sampling = sampling
-        self.guides = list(spec.guides)
-        self.view = RowView(index=index, context=spec.context, vocab=engine.vocab)
-        for g in self.guides:            # before the prefill: guides may start analyses now
-            g.reset(self.view)
-        self.ck = Checkpoints(self.view, self.guides)
-        self.scorers = [g for g in self.guides if type(g).logits is not Guide.logits]
-        self.finals = [g for g in self.guides if type(g).final_upto is not Guide.final_upto]
-        self.gen = None
-        if sampling.temperature > 0:
-            self.gen = make_generators([spec.seed], engine.device)[0]
-        self.text_stream = engine.detok.stream()      # provisional text (TOKEN events)
-        self.final_stream = engine.detok.stream()     # text that will not be taken back
-        self.final_k = 0                 # tokens[:final_k] are final
-        self.final_triggers = 0          # triggers[:final_triggers] went out as final
-        self.seen_triggers = 0
-        self.fed_cols: list[int] = []    # fed_cols[k] = cache column where tokens[k] was fed
-        self.last_prompt_col = -1
-        self.refeed: int | None = None   # token to feed again after a cut
-        self.draft: list[int] = []       # draft tokens fed after the last token (drafts.py),
-        self.draft_cols: list[int] = []  #   their cache columns
-        self.draft_logits = None         #   and the logits after each of them
-        self._prompt_arr = None
-        self.drafted = self.draft_accepted = 0
-        self.finish: str | None = None
-        self.stop: Stop | None = None
-        self.error: str | None = None
-        self.rollbacks = 0
-        self.constrained = 0
-        self.steps = 0
-        self.output: RowOutput | None = None
-
-    @property
-    def live(self) -> bool:
-        return self.finish is None
-
-    def lookup_seq(self):
-        """Prompt + tokens as an int64 array (prompt lookup drafts)."""
-        import numpy as np
-        if self._prompt_arr is None:
-            self._prompt_arr = np.asarray(self.spec.prompt_ids, dtype=np.int64)
-        return np.concatenate([self._prompt_arr, np.asarray(self.view.tokens, dtype=np.int64)])
 
 
 class Engine:
@@ -267,122 +177,11 @@ class Prefill:
         return True
 
 
-class Batch:
-    """The running rows, their KV cache (as tensors), attention mask and next-token logits."""
+class Batch(BatchCache):
+    """The running rows, their KV cache (as tensors), attention mask and next-token logits: the
+    step (phases 1-4) and the feed (phase 5); the cache's columns are batch_cache.py's."""
 
-    def __init__(self, engine: Engine, drafter=None):
-        self.engine = engine
-        self.drafter = drafter               # drafts.Drafter: greedy rows verify drafts; None: off
-        self.rows: list[Row] = []
-        self._layers: list | None = None     # [(k, v)] [B, H, L, D]
-        self._past = None                    # the cache object holding `layers` (kv.py), kept
-                                             # from one forward to the next while they are unchanged
-        self.attn: torch.Tensor | None = None
-        self.logits: torch.Tensor | None = None
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    @property
-    def layers(self) -> list | None:
-        return self._layers
-
-    @layers.setter
-    def layers(self, value) -> None:      # new tensors: the next forward wraps them afresh
-        self._layers, self._past = value, None
-
-    def _forward(self, ids, pos, last_only: bool = True):
-        past = self._past if self._past is not None else kv.cache(self._layers)
-        logits, past = self.engine.forward(ids, self.attn, past, pos, last_only)
-        self._layers, self._past = kv.layers(past), past
-        return logits
-
-    @property
-    def columns(self) -> int:
-        return 0 if self.attn is None else self.attn.shape[1]
-
-    # -- rows join and leave ------------------------------------------------------------------
-    def add(self, rows: list[Row], logits: torch.Tensor, layers: list) -> None:
-        """Rows that share one prefilled prompt join the batch (left-padded to a common length)."""
-        n, P = len(rows), layers[0][0].shape[2]
-        L = max(self.columns, P)
-        shift, off = L - self.columns, L - P
-        new_attn = torch.zeros((n, L), dtype=torch.long, device=logits.device)
-        new_attn[:, off:] = 1
-        if self.layers is None:
-            self.layers = [(k.expand(n, -1, -1, -1).contiguous(), v.expand(n, -1, -1, -1).contiguous())
-                           for k, v in layers]
-            self.attn, self.logits = new_attn, logits.expand(n, -1).clone()
-        else:
-            self.layers = [(torch.cat([kv.pad_left(kb, shift), kv.pad_left(kn, off).expand(n, -1, -1, -1)]),
-                            torch.cat([kv.pad_left(vb, shift), kv.pad_left(vn, off).expand(n, -1, -1, -1)]))
-                           for (kb, vb), (kn, vn) in zip(self.layers, layers)]
-            pad = torch.zeros((self.attn.shape[0], shift), dtype=torch.long, device=self.attn.device)
-            self.attn = torch.cat([torch.cat([pad, self.attn], 1), new_attn])
-            self.logits = torch.cat([self.logits, logits.expand(n, -1)])
-            for r in self.rows:
-                r.fed_cols = [c + shift for c in r.fed_cols]
-                r.draft_cols = [c + shift for c in r.draft_cols]
-                r.last_prompt_col += shift
-        for r in rows:
-            r.last_prompt_col = L - 1
-            r.view.index = len(self.rows)
-            self.rows.append(r)
-
-    def evict(self) -> list[Row]:
-        """Finished rows leave at once: their cache rows are dropped, then the columns no row
-        needs any more."""
-        gone = [r for r in self.rows if not r.live]
-        if not gone:
-            return gone
-        keep = [i for i, r in enumerate(self.rows) if r.live]
-        self.rows = [self.rows[i] for i in keep]
-        if not keep:
-            self.layers = self.attn = self.logits = None
-            return gone
-        sel = torch.tensor(keep, device=self.attn.device)
-        self.layers = [(k.index_select(0, sel), v.index_select(0, sel)) for k, v in self.layers]
-        self.attn, self.logits = self.attn.index_select(0, sel), self.logits.index_select(0, sel)
-        for i, r in enumerate(self.rows):
-            r.view.index = i
-        self.compact()
-        return gone
-
-    def compact(self) -> None:
-        """Drop the cache columns masked in every row (positions are explicit, so this is free)."""
-        used = self.attn.bool().any(0)
-        if bool(used.all()):
-            return
-        idx = used.nonzero().squeeze(1)
-        new_of = (used.long().cumsum(0) - 1).tolist()
-        self.layers = [(k.index_select(2, idx), v.index_select(2, idx)) for k, v in self.layers]
-        self.attn = self.attn.index_select(1, idx)
-        for r in self.rows:
-            r.fed_cols = [new_of[c] for c in r.fed_cols]
-            r.draft_cols = [new_of[c] for c in r.draft_cols]
-            r.last_prompt_col = new_of[r.last_prompt_col]
-
-    def mask_columns(self, i: int, cols: list[int]) -> None:
-        """Row i no longer attends to these cache columns (a cut, unused draft tokens)."""
-        if cols:
-            self.attn[i, torch.tensor(cols, device=self.attn.device)] = 0
-
-    def _trim(self) -> None:
-        """Drop trailing columns no row attends to (unused drafts): a slice, nothing copied."""
-        used = self.attn.bool().any(0)
-        if bool(used[-1]):
-            return
-        n = int(used.nonzero().max()) + 1 if bool(used.any()) else 0
-        n = max(n, max((r.last_prompt_col + 1 for r in self.rows), default=0))
-        if n < self.attn.shape[1]:
-            self.layers = [(k[:, :, :n], v[:, :, :n]) for k, v in self.layers]
-            self.attn = self.attn[:, :n]
-
-    @property
-    def nbytes(self) -> int:
-        return 0 if self.layers is None else kv.nbytes(self.layers)
-
-    # -- the step -----------------------------------------------------------------------------
     def step(self) -> list[Event]:
         """Phases 1-4 for every live row; returns the events in order."""
         rows = self.rows
