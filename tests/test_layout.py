@@ -78,3 +78,9 @@ def test_the_import_graph_has_no_cycle():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_no_source_file_is_over_500_lines():
+    long = {str(p.relative_to(SRC)): n for p in (SRC / "groundcode").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 500}
+    assert long == {}

@@ -39,9 +39,11 @@ from collections import deque
 
 from ..errors import GroundcodeError
 from .drafts import Drafter, Suggestions
-from .engine import FINAL, FINISHED, PREFILL_CHUNK, TOKEN, Batch, Prefill, RowSpec
+from .engine import PREFILL_CHUNK, Batch, Prefill, RowSpec
 from .preempt import Preempted
 from .prefix_cache import PrefixCache
+from .jobs import Records, _Ahead, _Ended, _Job, _one_line  # noqa: F401
+from .lookahead import BUSY_SHARE, Lookahead, _machine_busy  # noqa: F401
 
 
 def release_memory() -> None:
@@ -66,29 +68,6 @@ log = logging.getLogger("groundcode.session")
 MAX_FAILED_TURNS = 5        # turns failing in a row before the session is declared dead
 
 
-BUSY_SHARE = 0.5            # other processes using more than this share of the cores: no idle work
-_BUSY = {"t": 0.0, "busy": False}
-
-
-def _machine_busy() -> bool:
-    """Other processes keep more than BUSY_SHARE of the machine's cores busy (sampled at most
-    once a second: the system's CPU time since the last sample minus this process's)."""
-    now = time.monotonic()
-    if now - _BUSY["t"] < 1.0:
-        return _BUSY["busy"]
-    try:
-        import os
-
-        import psutil
-        total = psutil.cpu_percent(None) / 100.0                   # share of all cores, since the last call
-        ours = psutil.Process().cpu_percent(None) / 100.0 / (os.cpu_count() or 1)
-        _BUSY["busy"] = _BUSY["t"] > 0 and total - ours > BUSY_SHARE
-    except Exception:       # psutil missing: never "busy"
-        _BUSY["busy"] = False
-    _BUSY["t"] = now
-    return _BUSY["busy"]
-
-
 class SessionDead(GroundcodeError):
     """The session's loop stopped for good (servers answer 503)."""
 
@@ -102,59 +81,7 @@ def _schedulers() -> list:
         return list(_ALL)
 
 
-def _one_line(exc: BaseException) -> str:
-    msg = str(exc).strip().splitlines()
-    return msg[0] if isinstance(exc, GroundcodeError) and msg else \
-        f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
-
-
-class _Ahead:
-    """A lookahead job's brief: the characters its row may not start with at the cursor, and how
-    many more lookahead rows may follow it."""
-
-    def __init__(self, chars: frozenset, left: int):
-        self.chars, self.left, self.spawned = chars, left, False
-
-
-class _Ended:
-    """A row's `RowView.cancelled`: set when its request is cancelled (or preempted, or failed),
-    and also once the request's deadline has passed — so a guide's analysis wait ends then, not
-    only when the scheduler's next sweep could see it."""
-
-    def __init__(self, event: threading.Event, deadline: float | None):
-        self.event, self.deadline = event, deadline
-
-    def set(self) -> None:
-        self.event.set()
-
-    def is_set(self) -> bool:
-        return self.event.is_set() or (self.deadline is not None and time.perf_counter() >= self.deadline)
-
-
-class _Job:
-    """One request in the scheduler: its stream, prompt, rows and the text streamed so far."""
-
-    def __init__(self, stream):
-        self.stream = stream
-        self.request = stream.request
-        self.warm = getattr(stream, "warm_only", False)
-        self.ahead: _Ahead | None = getattr(stream, "ahead", None)   # a lookahead job
-        d = self.request.deadline_s
-        self.deadline = None if d is None else stream.submitted + d
-        self.rows: list = []
-        self.prefill: Prefill | None = None
-        self.gen = self.ctx = self.row_ctx = self.prompt = None
-        self.final_text: list[str] = []       # per sample: the row's final text
-        self.emitted: list[str] = []          # per sample: completion text streamed
-        self.left = 0                         # samples still running
-        self.failed = False
-        self.t_admit = self.t_prefilled = self.t_first = None
-
-    def expired(self, now: float) -> bool:
-        return self.deadline is not None and now >= self.deadline
-
-
-class Scheduler:
+class Scheduler(Lookahead, Records):
     def __init__(self, generator, max_rows: int = 16, prefix_cache_bytes: int = 512 << 20,
                  prefill_chunk: int | None = None, drafter: Drafter | None = None, lookahead: int = 0):
         self.gen = generator
@@ -203,14 +130,6 @@ class Scheduler:
         for sched in _schedulers():          # every session's lookahead gives way
             sched._interrupt()
 
-    def _interrupt(self) -> None:
-        """(Any thread.) End the lookahead rows now — a wait on analysis included; the scheduler
-        thread counts them at its next turn."""
-        live = list(self._ahead_live)
-        for job in live:
-            job.stream.cancelled.set()
-        if live or self._ahead:
-            self._interrupted.set()
 
     def _busy(self) -> bool:
         """(Any thread; approximate.) Requests here, waiting or running (lookahead aside)."""
@@ -270,29 +189,6 @@ class Scheduler:
                 self.dead = "the scheduler stopped"
             self._fail_all(f"the session stopped: {self.dead}" if self.dead else "the session was closed")
 
-    def _idle_work_gives_way(self) -> bool:
-        """(Between two layers of a forward, on this thread.) True when a request arrived and
-        the forward under way is idle work only: it is abandoned (preempt.py)."""
-        if not self._interrupted.is_set():
-            return False
-        p = self._prefilling
-        return (p is None or p.ahead is not None) and all(r.job.ahead is not None for r in self.batch.rows) \
-            and (p is not None or bool(self.batch.rows))
-
-    def _drop_idle_work(self) -> None:
-        """A lookahead forward was abandoned: its rows and its prefill end (their KV is partial)."""
-        jobs = {id(r.job): r.job for r in self.batch.rows}
-        if self._prefilling is not None:
-            jobs[id(self._prefilling)] = self._prefilling
-            self._prefilling = None
-        for job in jobs.values():
-            if not job.stream.closed:
-                self.ahead_counts["preempted"] += 1
-                job.stream.cancel()
-                self._end_unstarted(job, "cancelled")
-        self.ahead_counts["abandoned_forwards"] = self.ahead_counts.get("abandoned_forwards", 0) + 1
-        self.batch = self._new_batch()
-        self._ahead_live = []
 
     def _recover(self, exc: BaseException) -> None:
         """After a failed turn: the running rows and the job in preparation or prefill fail
@@ -369,15 +265,6 @@ class Scheduler:
             self._route(job, evs)
 
     # -- admission ----------------------------------------------------------------------------
-    def _preempt(self) -> None:
-        """A request arrived: every lookahead job ends (in this turn's sweep) or is dropped."""
-        self.ahead_counts["dropped"] += len(self._ahead)
-        self._ahead.clear()
-        for job in self._ahead_live:
-            if not job.stream.closed:
-                self.ahead_counts["preempted"] += 1
-                job.stream.cancel()
-        self._ahead_live = []
 
     def _admit(self) -> None:
         budget = 1 if self.batch.rows else None       # prefill chunks this turn (None: no limit)
@@ -516,131 +403,5 @@ class Scheduler:
         job.prefill.cached = p.cached
 
     # -- events to streams --------------------------------------------------------------------
-    def _route(self, job: _Job, events: list) -> None:
-        from ..contract import DONE, ERROR, TEXT, TRIGGER, Update
-        s = job.stream
-        for ev in events:
-            j = ev.row[1]
-            if ev.kind == TOKEN:
-                if job.t_first is None:
-                    job.t_first = time.perf_counter()
-                if job.ahead is not None and not job.ahead.spawned:
-                    self._look_ahead(job, job.rows[j].view.text)   # the next one, once this one's
-                                                                   # start is known
-            elif ev.kind == FINAL:
-                job.final_text[j] += ev.text
-                shown = job.ctx.insertion(job.row_ctx, job.final_text[j])
-                delta = shown[len(job.emitted[j]):]
-                if delta:
-                    job.emitted[j] = shown
-                    s._push(Update(TEXT, sample=j, text=delta))
-                for t in ev.triggers:
-                    s._push(Update(TRIGGER, sample=j, trigger=t))
-            elif ev.kind == FINISHED:
-                o = ev.output
-                job.left -= 1
-                if o.finish_reason != "error" and self.drafter is not None:
-                    v = job.rows[j].view        # its raw tokens: the next keystroke's draft
-                    cursor = len(job.row_ctx.before) + len(job.prompt.owed) if job.prompt is not None else 0
-                    self.suggestions.add(job.row_ctx, v.tokens, v.text, v.ends,
-                                         cursor + 1 if job.ahead is not None else 0)
-                    if job.ahead is None and o.finish_reason not in ("cancelled", "deadline"):
-                        self._look_ahead(job, v.text)
-                if job.t_first is None and o.tokens:
-                    job.t_first = time.perf_counter()
-                if o.finish_reason == "error":
-                    if not job.failed:
-                        job.failed = True
-                        s._push(Update(ERROR, sample=j, error=o.error))
-                    continue
-                if job.failed:
-                    continue
-                g = self._generation(job, o, o.finish_reason)
-                if g.completion.startswith(job.emitted[j]):
-                    delta = g.completion[len(job.emitted[j]):]
-                    if delta:
-                        s._push(Update(TEXT, sample=j, text=delta))
-                    job.emitted[j] = g.completion
-                final = {id(t) for t in job.rows[j].view.triggers[: job.rows[j].final_triggers]}
-                for t in o.triggers:
-                    if id(t) not in final:
-                        s._push(Update(TRIGGER, sample=j, trigger=t))
-                s._push(Update(DONE, sample=j, result=g))
 
-    def _look_ahead(self, job: _Job, text: str) -> None:
-        """Queue the next lookahead job after a suggestion (or a lookahead row) whose text at the
-        cursor is known: same request, one more character it may not start with."""
-        req, a = job.request, job.ahead
-        at = len(job.prompt.owed) if job.prompt is not None else 0
-        if len(text) <= at:
-            return                          # not past the cursor yet (or an empty suggestion)
-        if a is not None:
-            a.spawned = True
-        left = self.lookahead if a is None else a.left - 1
-        if left <= 0 or job.warm or req.n != 1 or req.sampling.temperature > 0 or req.prompt_ids is not None \
-                or req.logit_bias or job.ctx is None or getattr(job.ctx, "kind", "") != "cursor":
-            return
-        from ..contract import Stream
-        stream = Stream(req, 1)
-        stream.ahead = _Ahead((a.chars if a is not None else frozenset()) | {text[at]}, left)
-        self._ahead.append(_Job(stream))
 
-    def _generation(self, job: _Job, o, reason: str):
-        from ..contract import Generation
-        now = time.perf_counter()
-        sub = job.stream.submitted
-        ms = lambda a, b: round(1000 * (b - a), 3) if a is not None and b is not None else None  # noqa: E731
-        triggers = list(o.triggers) if o is not None else []
-        timings = {"queue_ms": ms(sub, job.t_admit), "prefill_ms": ms(job.t_admit, job.t_prefilled),
-                   "first_token_ms": ms(sub, job.t_first), "decode_ms": ms(job.t_prefilled, now),
-                   "analysis_ms": round(sum(float(t.analysis_ms or 0) for t in triggers), 3),
-                   "total_ms": ms(sub, now)}
-        text = job.ctx.insertion(job.row_ctx, o.completion) if o is not None and job.ctx is not None else ""
-        return Generation(text, len(o.tokens) if o is not None else 0, round(now - sub, 4), reason,
-                          triggers, self.gen.lm.name, bool(job.gen and job.gen.monitor.enabled and job.request.context is not None),
-                          o.rollbacks if o is not None else 0,
-                          prompt_tokens=len(job.prompt.ids) if job.prompt is not None else 0,
-                          tokens_cached=getattr(job.prefill, "cached", 0) if job.prefill is not None else 0,
-                          timings=timings, stop=o.stop if o is not None else None,
-                          drafted=o.drafted if o is not None else 0,
-                          draft_accepted=o.draft_accepted if o is not None else 0)
-
-    def _end_unstarted(self, job: _Job, reason: str) -> None:
-        """A request that ends before its rows decoded (cancelled or expired while waiting or
-        prefilling): every sample is done, empty."""
-        from ..contract import DONE, Update
-        n = 1 if job.warm else job.request.n
-        for j in range(n):
-            job.stream._push(Update(DONE, sample=j, result=self._generation(job, None, reason)))
-
-    def _error(self, job: _Job, exc: BaseException) -> None:
-        from ..contract import ERROR, Update
-        job.failed = True
-        job.stream._push(Update(ERROR, error=_one_line(exc)))
-
-    def _fail_batch(self, exc: BaseException) -> None:
-        jobs = {id(r.job): r.job for r in self.batch.rows}
-        for job in jobs.values():
-            if not job.failed:
-                self._error(job, exc)
-            for r in job.rows:                # their analysis waits end too
-                if r.view.cancelled is not None:
-                    r.view.cancelled.set()
-        self.batch = self._new_batch()
-
-    def _fail_all(self, message: str) -> None:
-        err = GroundcodeError(message)
-        for r in self.batch.rows:
-            if not r.job.stream.closed:
-                self._error(r.job, err)
-        if self._prefilling is not None:
-            self._error(self._prefilling, err)
-        for job in self._waiting:
-            self._error(job, err)
-        while True:
-            try:
-                item = self._q.get_nowait()
-            except queue.Empty:
-                break
-            if item is not None:
-                self._error(_Job(item), err)

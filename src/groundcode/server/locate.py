@@ -19,6 +19,7 @@ Test: tests/test_locate.py.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -178,3 +179,16 @@ def _splice(file_lines: list[str], prefix: str, suffix: str) -> tuple[str, int]:
     if after and not joined.endswith(("\n", "\r")):
         joined += "\n"
     return before + joined + after, len(before) + len(prefix)
+
+
+def some_python_files(root: Path, k: int) -> list[Path]:
+    """Up to `k` Python files of `root`, shallow first, skipping hidden and virtualenv folders
+    (a bounded walk: a huge workspace must not delay the start)."""
+    out = []
+    for dirpath, dirnames, filenames in itertools.islice(os.walk(root), 200):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in
+                             ("node_modules", "venv", "__pycache__", "site-packages"))
+        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
+        if len(out) >= k:
+            break
+    return out[:k]

@@ -17,7 +17,6 @@ Not here: wire shapes (wire.py), HTTP (app.py). Tested by tests/test_server_http
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import threading
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 from ..config import MonitorConfig, SamplingConfig
 from ..errors import GroundcodeError
 from .admission import Admission
+from .locate import some_python_files
 from .guard import ClientError, check_position, check_text, cursor_of, inside, readable_source
 from .options import ServeOptions
 from .schemas import CodeRequest, CompletionRequest, InfillRequest
@@ -157,7 +157,7 @@ class Service:
                     for root in self.roots:
                         project_vocabulary(root)
                 for root in self.roots:
-                    for f in _some_python_files(root, 3):
+                    for f in some_python_files(root, 3):
                         try:       # the context a request on this file would get: same analyzer
                             ctx = self.workspace.cursor(f, 1, 0)
                             self.gen.analyzer_for(ctx).prewarm(
@@ -488,16 +488,3 @@ class Service:
             return [c.pid for c in psutil.Process(os.getpid()).children(recursive=True)]
         except Exception:   # psutil missing: the count is unknown, not zero
             return []
-
-
-def _some_python_files(root: Path, k: int) -> list[Path]:
-    """Up to `k` Python files of `root`, shallow first, skipping hidden and virtualenv folders
-    (a bounded walk: a huge workspace must not delay the start)."""
-    out = []
-    for dirpath, dirnames, filenames in itertools.islice(os.walk(root), 200):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in
-                             ("node_modules", "venv", "__pycache__", "site-packages"))
-        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
-        if len(out) >= k:
-            break
-    return out[:k]
