@@ -183,3 +183,22 @@ def test_rows_stay_grounded_through_a_busy_groundcode_serve(shop_repo):
         assert first.receiver == "self" and first.constrained and not first.failed_open
         assert first.chosen in {"owner", "registry", "add", "last"}
     assert eng.constraint == "logit_bias" and client.retries > 0
+
+
+def test_a_stalled_upstream_ends_the_request_by_its_deadline(tok, shop_repo):
+    """The upstream accepts the request and says nothing for 5 s: the request still ends by its
+    own deadline (1 s) plus a second, and the session serves the next one."""
+    from groundcode.api import Generator, cursor_context
+    from groundcode.config import MonitorConfig, SamplingConfig
+    from groundcode.session import Request
+    with Upstream(tok, free=" x") as up:
+        with Generator(up.url, MonitorConfig(enabled=False), tokenizer="tiny") as g:
+            g.engine._probe_prompt_mode()
+            up.script += ["stall"]
+            ctx = cursor_context(shop_repo / "shop" / "cart.py", 9, 8, shop_repo)
+            t0 = time.monotonic()
+            out = g.session.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=4),
+                                           deadline_s=1.0)).result(10)[0]
+            assert time.monotonic() - t0 < 2.0 and out.finish_reason == "deadline", out
+            nxt = g.session.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=2))).result(20)[0]
+            assert nxt.finish_reason != "error", nxt
