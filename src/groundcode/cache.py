@@ -14,3 +14,13 @@ def cache_dir() -> Path:
         return Path(env)
     import platformdirs
     return Path(platformdirs.user_cache_dir("groundcode", appauthor=False))
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of a downloaded artifact (read in 1 MB blocks)."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

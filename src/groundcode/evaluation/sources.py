@@ -39,12 +39,7 @@ class RepoSource:
     urls: tuple = ()     # home page / project URLs from the artifact's metadata
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from ..cache import sha256_file  # noqa: E402,F401 (the one file hash; re-exported for callers)
 
 
 def resolve(spec: str, *, cache: Path | None = None, artifact: str | None = None,
