@@ -46,7 +46,17 @@ SERVERS = {
         {"manylinux_x86_64": ("ty-0.0.107-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
                               "1fe5917b9ed2b4e500610cafb90f4a84ba936cf83eb3e2b8a9e44449b59b77cb")},
         script="ty", args=("server",), complete_members=True,
-        note="Astral's type checker (Rust): answered members at `obj.` in 24 ms cold, 0 ms warm"),
+        note="Astral's type checker (Rust)"),
+    "pyrefly": ServerSpec(
+        "pyrefly", "pyrefly", "1.4.1",
+        {"manylinux_x86_64": ("pyrefly-1.4.1-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+                              "19c35e7e63a02076fc555bdb0800302b89bb419e3de2814ab8274c0c6ac00158")},
+        script="pyrefly", args=("lsp",), note="Meta's type checker (Rust)"),
+    "zuban": ServerSpec(
+        "zuban", "zuban", "0.10.2",
+        {"manylinux_x86_64": ("zuban-0.10.2-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+                              "c8b4a34e46ac3ee89cea9783c2a1f4fa6fa271bb59e99e7146d8233566ff8a29")},
+        script="zuban", args=("server",), note="Jedi's successor (Rust), with typeshed"),
 }
 
 
@@ -69,9 +79,13 @@ def get(name: str) -> ServerSpec:
     return spec
 
 
+def _script(spec: ServerSpec) -> str:
+    return f"bin/{spec.script}"
+
+
 def installed(name: str) -> Path | None:
     spec = get(name)
-    exe = home(spec) / spec.script
+    exe = home(spec) / _script(spec)
     return exe if exe.is_file() and os.access(exe, os.X_OK) else None
 
 
@@ -115,11 +129,22 @@ def install(name: str, progress=None) -> Path:
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent if dest.parent.exists()
                                         else _mkdir(dest.parent)))
         try:
+            # the whole wheel as files, laid out as a virtual environment would hold it (a server
+            # finds data beside its binary that way: typeshed for zuban); none of its code runs
+            site = staging / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+            scripts = f"{spec.package}-{spec.version}.data/scripts/"
             with zipfile.ZipFile(path) as z:
-                member = f"{spec.package}-{spec.version}.data/scripts/{spec.script}"
-                with z.open(member) as src, open(staging / spec.script, "wb") as out:
-                    shutil.copyfileobj(src, out)
-            exe = staging / spec.script
+                for m in z.infolist():
+                    if m.is_dir():
+                        continue
+                    rel = ("bin/" + m.filename[len(scripts):]) if m.filename.startswith(scripts) else None
+                    target = (staging / rel) if rel else (site / m.filename)
+                    if not target.resolve().is_relative_to(staging.resolve()):
+                        raise GroundcodeError(f"{fname}: an entry outside the wheel ({m.filename})")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with z.open(m) as src, open(target, "wb") as out:
+                        shutil.copyfileobj(src, out)
+            exe = staging / _script(spec)
             exe.chmod(exe.stat().st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)
             if dest.exists():
                 shutil.rmtree(dest)
@@ -127,7 +152,7 @@ def install(name: str, progress=None) -> Path:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-    return home(spec) / spec.script
+    return home(spec) / _script(spec)
 
 
 def _mkdir(p: Path) -> Path:
