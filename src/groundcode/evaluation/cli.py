@@ -177,6 +177,8 @@ def run(
                                                    "(default: the loader's, float32 on CPU)."),
     declarations: bool = typer.Option(False, "--declarations/--no-declarations",
                                       help="Prepend the IDE's declarations at the cursor (enclosing class, repository classes it uses)."),
+    analyzer: str = typer.Option("jedi", "--analyzer", help="jedi or a language server installed with "
+                                 "`groundcode analyzers install NAME` (name the arm after it: --config)"),
     vocabulary: bool = typer.Option(False, "--vocabulary/--no-vocabulary",
                                     help="Where a receiver's type is unknown, hold the name to the project's member "
                                          "vocabulary (MonitorConfig.vocabulary, opt-in) or leave it free (the default)."),
@@ -204,7 +206,8 @@ def run(
                                 max_prompt_tokens=max_prompt_tokens,
                                 tool_tokens=tool_tokens or tool_entropy is not None,
                                 tool_threshold=tool_threshold, tool_entropy=tool_entropy,
-                                declarations=declarations, reproducible=reproducible, vocabulary=vocabulary)
+                                declarations=declarations, reproducible=reproducible, vocabulary=vocabulary,
+                                analyzer=analyzer)
         harness.parse_schedule(schedule)
         ex = _executor(executor, ray_address, workers)
         if ex is not None:

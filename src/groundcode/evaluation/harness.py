@@ -45,6 +45,7 @@ class RunConfig:
     reproducible: bool = True        # analysis waited for (MonitorConfig.reproducible): samples do
                                      # not depend on timing, load, process or task order; False:
                                      # the editor's path (speculation, deadlines)
+    analyzer: str = "jedi"           # jedi or an installed language server (an arm per analyzer)
     vocabulary: bool = False         # untyped receivers held to the project's member vocabulary
                                      # (MonitorConfig.vocabulary, opt-in); False: they fail open
 
@@ -159,7 +160,7 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
     from ..config import PromptConfig, SamplingConfig, ToolConfig
     # A view with this run's configuration: the caller's generator is never changed in place.
     gen = gen.view(monitor=replace(gen.monitor, enabled=cfg.monitor, reproducible=cfg.reproducible,
-                                   vocabulary=cfg.vocabulary),
+                                   vocabulary=cfg.vocabulary, analyzer=cfg.analyzer),
                    tools=ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold,
                                     entropy=cfg.tool_entropy),
                    prompt=PromptConfig(fim=cfg.fim, heal=cfg.heal, max_prompt_tokens=cfg.max_prompt_tokens,
