@@ -158,3 +158,58 @@ def test_a_cursor_inside_a_member_name_completes_a_member_from_the_cursor(tiny_l
     t = out.triggers[0]
     assert t.receiver == "self" and not t.failed_open and t.chosen == "registry", t
     assert out.completion.startswith("registry"[len(typed):] + "."), out.completion
+
+
+class _Members(FakeBase):
+    """Cart's members, answered at once (a warm analyzer)."""
+
+    def members(self, code, path, line, column, *, receiver, cache_key):
+        from groundcode.analysis.base import Analysis
+        if receiver == "self":
+            return Analysis(receiver, frozenset(CART_MEMBERS), 1.0, False, None)
+        return Analysis(receiver, frozenset(), 1.0, False, "empty")
+
+
+def test_a_heal_masked_token_that_runs_past_the_name_is_still_checked(tiny_lm, shop_repo):
+    """Issue 29: a cursor inside a name (`self.reg|`) gives the word's last token back (token
+    healing); that step is masked by the heal guide, and the engine skipped every guide's check
+    on a masked step, so a token writing the owed text merged with a non-member (`ister`) passed
+    unverified: `self.regist|` became `register` or `registype`. Every guide's verdict now
+    applies on every step."""
+    text = (shop_repo / "shop" / "cart.py").read_text()
+    line = "        self.registry.register(item)"
+    cut = text.replace(line, "        return self.regist")
+    row = cut.splitlines().index("        return self.regist") + 1
+    ctx = cursor_context(shop_repo / "shop" / "cart.py", row, len("        return self.regist"), shop_repo, text=cut)
+    with _scripted(tiny_lm, "registype(item)\n") as gen:
+        gen.set_analyzer(shop_repo, _Members())           # the answer is in before the first step
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=8, stop="line"))[0][0]
+    name = ("regist" + out.completion).split("(")[0].split(".")[0].strip()
+    t = out.triggers[0]
+    assert t.receiver == "self" and not t.failed_open, t
+    assert name in CART_MEMBERS and name.startswith("reg"), (out.completion, t)
+
+
+def test_the_server_grounds_a_heal_masked_merged_token_too(tiny_lm, shop_repo, tmp_path):
+    # the same through the structured endpoint a client calls (its own session over the scripted model)
+    from fastapi.testclient import TestClient
+
+    from groundcode.server.app import create_app
+    from groundcode.server.options import ServeOptions
+    from groundcode.server.service import Service
+    repo = tmp_path / "shop"
+    shutil.copytree(shop_repo, repo)
+    text = (repo / "shop" / "cart.py").read_text().replace("        self.registry.register(item)",
+                                                           "        return self.regist")
+    row = text.splitlines().index("        return self.regist") + 1
+    gen = _scripted(tiny_lm, "registype(item)\n")
+    gen.set_analyzer(repo, _Members())
+    svc = Service(ServeOptions(workspaces=[repo], prewarm=False, lookahead=0), generator=gen)
+    with TestClient(create_app(svc), base_url="http://127.0.0.1") as c:
+        r = c.post("/v1/code/completions", json={"path": "shop/cart.py", "text": text, "line": row,
+                                                  "column": len("        return self.regist"), "max_tokens": 8,
+                                                  "until": "line"})
+    assert r.status_code == 200, r.text
+    d = r.json()
+    name = ("regist" + d["completion"]).split("(")[0].split(".")[0].strip()
+    assert name in CART_MEMBERS, d

@@ -50,6 +50,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import replace
 
+import numpy as np
 import torch
 
 from ..config import SamplingConfig
@@ -57,7 +58,7 @@ from . import attention, drafts, kv
 from .checkpoints import Checkpoints, proposals_of
 from .detokenize import Detokenizer
 from .guides.base import Stop
-from .masking import combine, keep_only
+from .masking import combine, keep_only, to_index
 from .sampling import sample_rows
 from .batch_cache import BatchCache
 from .rows import FINAL, FINISHED, ROLLBACK, STOP, TOKEN, TRIGGER, Event, Row, RowOutput, RowSpec  # noqa: F401
@@ -233,8 +234,8 @@ class Batch(BatchCache):
             tok = r.spec.choose(r, tok, constrained)
             if tok is None:    # the reference is written: the row ends as generation's would,
                 return self._finish(r, "stop", events)   # settling the answers still owed
-        elif not constrained:
-            tok = self._verify(r, i, tok)
+        else:               # every guide's verdict applies on every step: a token one guide's
+            tok = self._verify(r, i, tok, constrained)   # mask let in is still checked by the others
         # -- 4. accept, advance, resolve ---------------------------------------------------------
         r.ck.accept(tok)
         if tok in eng.eos or tok in r.spec.stop_ids:
@@ -260,11 +261,20 @@ class Batch(BatchCache):
             return self._finish(r, "length", events)   # rollbacks re-do steps: bounded
         self._final(r, events)
 
-    def _verify(self, r: Row, i: int, tok: int) -> int:
-        """A free sample: the first guide that refuses it gives the mask to resample under."""
+    def _verify(self, r: Row, i: int, tok: int, masked: bool = False) -> int:
+        """The sample, verified: the first guide that refuses it gives the mask to resample
+        under. On a step another guide masked (`masked`: token healing's mask at a cursor inside
+        a name), the refusal's mask is intersected with it; when nothing is left in both, the
+        token stands (that check fails open)."""
         for g in r.guides:
             m = g.check(r.view, tok)
             if m is not None and len(m):
+                if masked:
+                    m = np.asarray(m)
+                    keep = torch.isfinite(self.logits[i].index_select(0, to_index(m, self.logits.device)))
+                    m = m[keep.cpu().numpy()]
+                    if not len(m):
+                        continue
                 keep_only(self.logits[i], m)
                 r.constrained += 1
                 s = r.sampling

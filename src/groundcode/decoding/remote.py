@@ -362,6 +362,17 @@ class RemoteBatch(Batch):
                     r.pending.clear()          # the proposal leaves the mask: ask constrained
                     r.after = None
                     break
+                # inside one guide's mask, still checked by the others (a healed cursor inside
+                # a name: the heal mask lets `ister` in, the monitor refuses it)
+                refused = next((m for m in (g.check(v, tok) for g in r.guides)
+                                if m is not None and len(m)), None)
+                if refused is not None:
+                    both = np.intersect1d(allowed, refused)
+                    if len(both):
+                        r.pending.clear()
+                        r.after = None
+                        allowed = both
+                        break
                 r.constrained += 1
             else:
                 refused = next((m for m in (g.check(v, tok) for g in r.guides)
