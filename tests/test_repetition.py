@@ -43,7 +43,7 @@ def test_guide_stops_with_a_cut_and_rewinds(tiny_lm):
     assert stopped_at is not None and stopped_at.reason == "repetition"
     assert row.text[: stopped_at.cut] == "        return 1\n        y = y + 1\n"
     assert row.text.count("\n") == 4            # stopped as soon as the third copy was complete
-    g.rewind(row, 2)
+    g.restore(row, None)                            # a cut back before the repetition
     assert g.stop(row) is None
 
 
@@ -81,3 +81,33 @@ def test_the_readme_fixture_loop_ends_at_once_with_the_monitor_on(tiny_lm, shop_
         assert out.tokens < 40
         owner = [t for t in out.triggers if t.receiver == "self.owner"]
         assert owner and all(t.failed_open and t.vocabulary is None for t in owner)
+
+
+def test_a_repetition_found_before_a_cut_is_forgotten_by_the_cut(tiny_lm):
+    """Issue 29: RepetitionStop kept its cut through a rollback (it had no snapshot), so a row
+    cut back before the repetition (by another guide, or at its settle) stopped one token into
+    its redo."""
+    from groundcode.decoding.checkpoints import Checkpoints
+    from groundcode.decoding.vocab import VocabIndex
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    g = RepetitionStop()
+    row = RowView(index=0, context=None, vocab=vocab)
+    g.reset(row)
+    ck = Checkpoints(row, [g])
+    text = "        return 1\n" + "        y = y + 1\n" * 3
+    ids = tiny_lm.tokenizer(text, add_special_tokens=False)["input_ids"]
+    for t in ids:
+        ck.accept(t)
+        g.advance(row, t)
+        ck.mark()
+    assert g.stop(row) is not None                     # the third copy: a repetition
+    keep = max(k for k in range(1, len(row.ends)) if row.ends[k - 1] <= len("        return 1\n"))
+    ck.cut(keep, [])                                    # another guide cuts the row back
+    assert row.text.startswith("        return 1") and "y = y" not in row.text
+    assert g.stop(row) is None
+    redo = tiny_lm.tokenizer("        z = 2\n", add_special_tokens=False)["input_ids"]
+    for t in redo[:1]:
+        ck.accept(t)
+        g.advance(row, t)
+        ck.mark()
+    assert g.stop(row) is None                          # the redo goes on

@@ -80,7 +80,9 @@ def test_a_row_admitted_while_another_decodes_gives_the_same_greedy_text(tiny_lm
     with _gen(tiny_lm, counting) as gen:
         sess = Session(gen, prefix_cache_bytes=0)
         alone = sess.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=20))).result(60)[0]
-        long = sess.submit(_plain(PROMPTS[0], n=60))
+        # sampled: the tiny model's greedy `rnrnrn…` is ended by the repetition stop at once
+        long = sess.submit(Request(prompt_text=PROMPTS[0], sampling=SamplingConfig(
+            max_new_tokens=60, temperature=1.0, seed=3)))
         next(u for u in long if u.kind == "text")       # it is decoding now
         counting.batches.clear()
         late = sess.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=20)))

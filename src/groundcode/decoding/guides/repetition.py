@@ -91,8 +91,13 @@ class RepetitionStop(Guide):
         self._newline = token_flags(row.vocab)[1]
         self._cut: int | None = None
 
-    def rewind(self, row: RowView, length: int) -> None:
-        self._cut = None
+    def snapshot(self):
+        """Its state is the repetition found so far (None: none): a cut by any guide restores
+        it, so a row cut back before the repetition does not stop one token into its redo."""
+        return self._cut
+
+    def restore(self, row: RowView, snap) -> None:
+        self._cut = snap
 
     def advance(self, row: RowView, token: int) -> None:
         if self._cut is None:
