@@ -31,7 +31,7 @@ def test_stop_auto_is_the_editor_servers_rule(tmp_path):
     assert _stop_for("line", plain) == "line"
 
 
-def test_complete_through_a_running_server(tmp_path, shop_repo):
+def test_complete_and_generate_through_a_running_server(tmp_path, shop_repo):
     ws = tmp_path / "shop"
     shutil.copytree(shop_repo, ws)
     proc, base = start_serve(["--model", "tiny", "--workspace", str(ws), "--lookahead", "0"], _env(), free_port())
@@ -43,6 +43,12 @@ def test_complete_through_a_running_server(tmp_path, shop_repo):
         assert d["server"] == base and d["model"] == "tiny"
         first = d["triggers"][0]
         assert first["receiver"] == "self" and first["chosen"] in CART_MEMBERS, d
+        r = CliRunner().invoke(app, ["generate", f"{cart}:Cart.last", "--server", base, "--json", "-n", "8"])
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.stdout.strip().splitlines()[-1])
+        assert d["server"] == base and d["tokens"] <= 8 and isinstance(d["completion"], str)
+        r = CliRunner().invoke(app, ["generate", f"{cart}:Cart.nope", "--server", base])
+        assert r.exit_code == 2 and "nope" in r.output
         outside = tmp_path / "elsewhere.py"
         outside.write_text("x = 1\n")
         r = CliRunner().invoke(app, ["complete", f"{outside}:1:0", "--server", base])

@@ -306,8 +306,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
                  or remote_model or tokenizer or remote_constraint != "auto" or fim != "auto"
                  or not heal or hide_private or device or dtype or stream)
     if not no_server and (server is not None or plain):
-        if _complete_via_server(position, server, model, temperature, top_p, seed, max_new_tokens,
-                                stop, as_json):
+        if _via_server(position, server, model, temperature, top_p, seed, max_new_tokens, stop, as_json):
             return
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
@@ -316,25 +315,34 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
          vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens, analyzer=analyzer)
 
 
-def _complete_via_server(position, server, model, temperature, top_p, seed, max_new_tokens, stop,
-                         as_json) -> bool:
-    """`complete` through a running groundcode serve (server/reuse.py); False: none to use."""
+def _via_server(target, server, model, temperature, top_p, seed, max_new_tokens, stop, as_json,
+                function: bool = False) -> bool:
+    """`complete` (FILE:LINE:COL) or `generate` (FILE:FUNCTION, `function`) through a running
+    groundcode serve (server/reuse.py); False: none to use."""
     from .decoding.remote import is_remote
-    from .repo import parse_file_position, read_source
+    from .repo import parse_file_function, parse_file_position, read_source
     from .server.reuse import complete_via, find_server
     if is_remote(model):
         return False
     t0 = time.perf_counter()
     try:
-        path, cur = parse_file_position(position)
+        if function:
+            path, name = parse_file_function(target)
+        else:
+            path, cur = parse_file_position(target)
         url = find_server(server, path, model)
         if url is None:
             return False
-        from .context import cursor_context
+        from .context import cursor_context, function_context
         text = read_source(path)
-        ctx = cursor_context(path, cur.line, cur.column, path.parent, text=text)   # checks the position
-        out = complete_via(url, path, cur.line, cur.column, text, max_new_tokens=max_new_tokens,
-                           temperature=temperature, top_p=top_p, seed=seed, stop=_stop_for(stop, ctx))
+        if function:                                      # checks the function exists
+            ctx = function_context(path, name, path.parent, text=text)
+            out = complete_via(url, path, None, None, text, max_new_tokens=max_new_tokens, temperature=temperature,
+                               top_p=top_p, seed=seed, stop=_stop_for(stop, ctx), function=name)
+        else:                                             # checks the position
+            ctx = cursor_context(path, cur.line, cur.column, path.parent, text=text)
+            out = complete_via(url, path, cur.line, cur.column, text, max_new_tokens=max_new_tokens,
+                               temperature=temperature, top_p=top_p, seed=seed, stop=_stop_for(stop, ctx))
     except GroundcodeError as exc:
         error(str(exc))
         raise typer.Exit(2)
@@ -368,7 +376,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT,
              max_prompt_tokens: int = typer.Option(0, "--max-prompt-tokens",
                                                    help="cap the prompt at this many tokens (0: the "
-                                                        "model's window)")) -> None:
+                                                        "model's window)"),
+             server: Optional[str] = _SERVER, no_server: bool = _NOSERVER) -> None:
     """Write a function's body from its signature and docstring (printed, not written back)."""
     from .api import function_context
     from .repo import parse_file_function
@@ -376,6 +385,14 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
     def ctx():
         path, name = parse_file_function(target)
         return function_context(path, name, _check_repo(repo, path))
+    plain = not (no_monitor or analyzer != "jedi" or tool_tokens or tool_threshold is not None
+                 or tool_entropy is not None or no_sdk or no_keywords or vocabulary or python or trust
+                 or declarations or repo or remote_model or tokenizer or remote_constraint != "auto"
+                 or fim != "auto" or not heal or hide_private or device or dtype or stream or max_prompt_tokens)
+    if not no_server and (server is not None or plain):
+        if _via_server(target, server, model, temperature, top_p, seed, max_new_tokens, stop, as_json,
+                       function=True):
+            return
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,

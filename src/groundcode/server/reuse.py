@@ -56,16 +56,17 @@ def find_server(url: str | None, path: Path, model: str | None) -> str | None:
     return url
 
 
-def complete_via(url: str, path: Path, line: int, column: int, text: str, *, max_new_tokens: int,
-                 temperature: float, top_p: float, seed: int, stop: str, timeout: float = 120.0):
-    """The structured endpoint's answer as an api.Generation."""
+def complete_via(url: str, path: Path, line: int | None, column: int | None, text: str, *,
+                 max_new_tokens: int, temperature: float, top_p: float, seed: int, stop: str,
+                 function: str | None = None, timeout: float = 120.0):
+    """The structured endpoint's answer (a cursor, or `function`'s body) as an api.Generation."""
     import httpx
 
-    from ..api import Generation
+    from ..contract import Generation
     from ..decoding.guides.base import TriggerRecord
-    body = {"path": str(Path(path).resolve()), "text": text, "line": line, "column": column,
-            "max_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed,
-            "until": stop}
+    body = {"path": str(Path(path).resolve()), "text": text, "max_tokens": max_new_tokens,
+            "temperature": temperature, "top_p": top_p, "seed": seed, "until": stop}
+    body.update({"function": function} if function else {"line": line, "column": column})
     try:
         r = httpx.post(url + "/v1/code/completions", json=body, timeout=timeout, headers=_headers())
     except httpx.HTTPError as exc:

@@ -95,8 +95,10 @@ class InfillRequest(_Strict):
 class CodeRequest(_Strict):
     path: str                                       # relative to a workspace or absolute inside one
     text: Optional[str] = None                      # the unsaved buffer; else the file on disk
-    line: int = Field(..., ge=1)                    # 1-based
-    column: int = Field(..., ge=0)                  # 0-based, in characters
+    line: Optional[int] = Field(None, ge=1)         # 1-based
+    column: Optional[int] = Field(None, ge=0)       # 0-based, in characters
+    function: Optional[str] = None                  # instead of line/column: write this function's
+                                                    # body ("Class.method"), as `groundcode generate`
     max_tokens: int = Field(64, ge=1)
     temperature: float = Field(0.0, ge=0, le=2)
     top_p: float = Field(1.0, gt=0, le=1)

@@ -365,6 +365,17 @@ class Service:
                 raise ClientError(str(exc)) from None
             check_text(b.path, text)
         sampling = self._sampling(b.max_tokens, b.temperature, b.top_p, b.seed, until=b.until)
+        if b.function is not None:
+            if b.line is not None or b.column is not None:
+                raise ClientError("send line and column, or function, not both")
+            real = inside(self.roots, b.path, must_exist=b.text is None)
+            try:
+                ctx = self.workspace.function(real, b.function, text=text)
+            except GroundcodeError as exc:
+                raise ClientError(str(exc)) from None
+            return Prepared(self._request(context=ctx, sampling=sampling), True, self.relative(real))
+        if b.line is None or b.column is None:
+            raise ClientError("line and column are required (or function: a body to write)")
         real, ctx = self._context(b.path, text, b.line, b.column, must_exist=b.text is None)
         req = self._request(context=ctx, sampling=sampling)
         return Prepared(req, True, self.relative(real))
