@@ -83,4 +83,5 @@ def complete_via(url: str, path: Path, line: int | None, column: int | None, tex
     t = d.get("timings") or {}
     return Generation(d.get("completion", ""), int(d.get("tokens", 0)), float(t.get("total_ms") or 0) / 1e3,
                       d.get("finish_reason", ""), triggers, d.get("model", ""), bool(d.get("grounded", True)),
-                      int(d.get("rollbacks", 0) or 0), timings=t)
+                      int(d.get("rollbacks", 0) or 0), prompt_tokens=int(d.get("prompt_tokens", 0) or 0),
+                      tokens_cached=int(d.get("tokens_cached", 0) or 0), timings=t)
