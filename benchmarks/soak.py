@@ -12,7 +12,8 @@ What each client does, in a loop, chosen at random per request (seeded):
   bad         a malformed body: broken JSON, an unknown field, max_tokens 10^9, a seed of 2^80,
               a path outside the workspace, a binary buffer
 Every request has a client-side limit of the server's deadline + 5 s: a request still open then
-is counted as *hung* (goal 0). Reported: requests by outcome and status, 5xx other than 503
+is counted as *hung* (goal 0). A client answered 429 waits as `Retry-After` (1 s) says, with
+jitter (0.5-1 s), as the editor clients do. Reported: requests by outcome and status, 5xx other than 503
 (goal 0), hung requests, p50/p95 latency of answered requests, the server's resident memory and
 its worker processes at start and end (goal: flat). Prints a table and writes JSON.
 """
@@ -123,6 +124,8 @@ async def _client(k: int, base: str, args, ok, bad, stop_at: float, budget: list
                 rec["status"] = f"transport: {type(exc).__name__}"
             rec["s"] = time.perf_counter() - t0
             out.append(rec)
+            if rec["status"] == 429:          # a polite client: it waits as Retry-After says
+                await asyncio.sleep(rng.uniform(0.5, 1.0))
 
 
 async def _soak(base: str, args, ws: Path) -> list:

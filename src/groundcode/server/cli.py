@@ -107,6 +107,9 @@ def serve_cmd(
     app = create_app(service)
     if host not in ("127.0.0.1", "localhost", "::1") and not api_key:
         err.print(f"[yellow]warning:[/yellow] listening on {host} without --api-key")
+    if host not in ("127.0.0.1", "localhost", "::1") and not allow_host:
+        err.print(f"[yellow]note:[/yellow] requests must name {host} or a loopback name in their Host "
+                  "header; add the names clients use with --allow-host NAME (others get 421)")
     err.print(f"groundcode serve: {service.model_name} on http://{host}:{port} "
               f"(workspaces: {', '.join(str(r) for r in service.roots) or 'none'}; pid {os.getpid()})",
               highlight=False, soft_wrap=True)
