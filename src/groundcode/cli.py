@@ -319,11 +319,10 @@ def _via_server(target, server, model, temperature, top_p, seed, max_new_tokens,
                 function: bool = False) -> bool:
     """`complete` (FILE:LINE:COL) or `generate` (FILE:FUNCTION, `function`) through a running
     groundcode serve (server/reuse.py); False: none to use."""
-    from .decoding.remote import is_remote
     from .repo import parse_file_function, parse_file_position, read_source
     from .server.reuse import complete_via, find_server
-    if is_remote(model):
-        return False
+    if isinstance(model, str) and model.startswith(("http://", "https://")):
+        return False          # a remote model: the request goes there (no torch import here)
     t0 = time.perf_counter()
     try:
         if function:
