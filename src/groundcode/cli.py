@@ -102,7 +102,10 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         prompt = PromptConfig(fim=fim, heal=heal, declarations=declarations,
                               max_prompt_tokens=max(0, int(max_prompt_tokens)))
         from .decoding.remote import is_remote
-        if not is_remote(model):              # the dtype the editor server loads
+        if getattr(ctx, "kind", "") == "cursor" and not is_remote(model):
+            # a cursor completion loads the dtype the editor server loads; a function body
+            # (`generate`) keeps the loader's (float32 on a CPU): with bfloat16 the README's
+            # main job picked `self.owner.latest_update()` instead of `self.registry.…`
             from .models.load import serving_dtype
             dtype = serving_dtype(dtype, device)
         if stream is None:      # stream to a terminal, print at the end into a pipe
@@ -202,8 +205,9 @@ _MODEL = typer.Option(None, "--model", "-m",
                       help="registry name (groundcode models list), tiny, a local path or an HF id "
                            "(default: smollm2-135m once pulled)")
 _DEVICE = typer.Option(None, help="cpu, cuda, cuda:1 … (default: CUDA when present)")
-_DTYPE = typer.Option(None, help="float32, bfloat16, float16 (default: as groundcode serve: bfloat16 on "
-                      "CUDA and on a CPU with AVX512-BF16/AMX, else float32)")
+_DTYPE = typer.Option(None, help="float32, bfloat16, float16 (default: bfloat16 on CUDA; on a CPU, "
+                      "complete loads what groundcode serve does — bfloat16 with AVX512-BF16/AMX — and "
+                      "generate float32)")
 _TEMP = typer.Option(0.0, "--temperature", "-t", help="0 = greedy; > 0 samples")
 _TOPP = typer.Option(1.0, "--top-p", help="nucleus sampling, in (0, 1]")
 _SEED = typer.Option(0, "--seed")
