@@ -25,6 +25,10 @@ def tiny_lm(tiny_model_dir):
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
+    # language servers stay where `scripts/test` installed them (the user cache's analyzers/):
+    # pinned, hash-checked, and a download each session otherwise
+    from groundcode.analysis.lsp_servers import analyzers_dir
+    os.environ.setdefault("GROUNDCODE_ANALYZERS", str(analyzers_dir()))
     os.environ["GROUNDCODE_CACHE"] = str(tmp_path_factory.mktemp("gc-cache"))
 
 

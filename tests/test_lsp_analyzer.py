@@ -87,7 +87,7 @@ def test_a_crashed_server_restarts_and_a_hung_one_fails_open(ty, shop_repo, tmp_
 
 def test_a_missing_server_is_one_clear_line(tmp_path, monkeypatch):
     from groundcode.errors import GroundcodeError
-    monkeypatch.setenv("GROUNDCODE_CACHE", str(tmp_path))
+    monkeypatch.setenv("GROUNDCODE_ANALYZERS", str(tmp_path))
     with pytest.raises(GroundcodeError, match="groundcode analyzers install ty"):
         LspAnalyzer(tmp_path, "ty")
     with pytest.raises(GroundcodeError, match="no language server"):

@@ -66,9 +66,17 @@ def _platform() -> str:
     return f"{sys.platform}_{platform.machine()}"
 
 
-def home(spec: ServerSpec) -> Path:
+def analyzers_dir() -> Path:
+    """Where servers are installed: $GROUNDCODE_ANALYZERS, else the user cache's analyzers/."""
+    env = os.environ.get("GROUNDCODE_ANALYZERS")
+    if env:
+        return Path(env)
     from ..cache import cache_dir
-    return cache_dir() / "analyzers" / f"{spec.name}-{spec.version}"
+    return cache_dir() / "analyzers"
+
+
+def home(spec: ServerSpec) -> Path:
+    return analyzers_dir() / f"{spec.name}-{spec.version}"
 
 
 def get(name: str) -> ServerSpec:
