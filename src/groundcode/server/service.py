@@ -484,13 +484,8 @@ class Service:
 
     def analyzers(self) -> list[dict]:
         """The analyzers this server runs: name, root, and a language server's process id."""
-        out = []
-        for key, a in list(self.gen._analyzers.items()):
-            parts = getattr(a, "analyzers", None) or [a]
-            for p in parts:
-                out.append({"name": getattr(p, "name", type(p).__name__), "root": str(key[0]),
-                            "pid": getattr(p, "pid", None)})
-        return out
+        return [{"name": getattr(p, "name", type(p).__name__), "root": str(key[0]), "pid": getattr(p, "pid", None)}
+                for key, a in list(self.gen._analyzers.items()) for p in (getattr(a, "analyzers", None) or [a])]
 
     def analyzer_pids(self) -> list[int]:
         """Worker processes of this server (the analyzers'), for /health and leak checks."""
