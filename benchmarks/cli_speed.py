@@ -15,21 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from _serve import free_port, stop, wait_ready
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("GROUNDCODE_CACHE", Path.home() / ".cache" / "groundcode"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pick(tasks: Path, tokens: int, tokenizer):
@@ -74,29 +69,15 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     cold = [timed([*gc, "complete", pos, "--model", args.model, "--json", "--no-server"], env)
             for _ in range(args.repeats)]
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([*gc, "serve", "--model", args.model, "--workspace", str(repo), "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
-        import httpx
-        end = time.time() + 300
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=2).json().get("prewarmed"):
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.time() > end:
-                raise SystemExit("the server did not start")
-            time.sleep(0.5)
+        wait_ready(proc, base)
         served = [timed([*gc, "complete", pos, "--json", "--server", base], env) for _ in range(args.repeats + 1)]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     first_served, warm_served = served[0], served[1:]
     res = {"model": args.model, "file_tokens": n, "file": f"{repo.name}/{file.relative_to(repo)}",
            "position": [line, col], "load_start": round(load0, 2), "cpus": os.cpu_count(),

@@ -19,8 +19,6 @@ import json
 import os
 import platform
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,14 +27,10 @@ import threading
 import time
 from pathlib import Path
 
+from _serve import free_port, stop, wait_ready
+
 ROOT = Path(__file__).resolve().parents[1]
 EDIT = "\n    def total(self): return self."
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _pct(xs: list[float], q: float) -> float | None:
@@ -175,7 +169,7 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="serve-load-"))
     ws = tmp / "shop"
     shutil.copytree(ROOT / "tests" / "fixtures" / "shop", ws)
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "groundcode", "serve", "--workspace", str(ws), "--port", str(port),
            "--max-concurrency", str(args.max_concurrency), "--queue", str(args.queue),
@@ -190,17 +184,7 @@ def main(argv=None) -> int:
                     "levels": [], "max_tokens": args.max_tokens, "seconds_per_level": args.seconds,
                     "load_avg_before": [round(x, 2) for x in load_before], "note": args.note}
     try:
-        t_up = time.perf_counter() + 300
-        while True:
-            try:
-                h = httpx.get(base + "/health", timeout=2).json()
-                if h.get("prewarmed"):
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.perf_counter() > t_up:
-                raise SystemExit("server did not start:\n" + (tmp / "server.log").read_text()[-3000:])
-            time.sleep(0.5)
+        h = wait_ready(proc, base, tmp / "server.log")
         result["startup_s"] = round(time.perf_counter() - t_start, 2)
         result["model"] = h["model"]
         reqs = _requests(ws, args.max_tokens)
@@ -219,12 +203,7 @@ def main(argv=None) -> int:
         result["server_after"] = _proc_facts(proc.pid)
         result["health_after"] = httpx.get(base + "/health", timeout=5).json()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
     pids = set(result.get("server_before", {}).get("worker_pids", [])) | \
         set(result.get("server_after", {}).get("worker_pids", []))

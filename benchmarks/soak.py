@@ -34,16 +34,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from _serve import free_port, stop, wait_ready
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "shop"
 EDIT = "\n    def total(self): return self."
-
-
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tree(pid: int) -> tuple[int, int]:
@@ -153,7 +148,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gc-soak-"))
     ws = tmp / "shop"
     shutil.copytree(FIXTURE, ws)
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     cmd = [sys.executable, "-m", "groundcode", "serve", "--model", args.model, "--workspace", str(ws),
            "--host", "127.0.0.1", "--port", str(port), "--deadline", str(args.deadline),
@@ -162,17 +157,7 @@ def main() -> None:
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
-        end = time.time() + 300
-        while True:
-            try:
-                h = httpx.get(base + "/health", timeout=2).json()
-                if h.get("prewarmed"):
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.time() > end:
-                raise SystemExit("the server did not start: " + (tmp / "serve.log").read_text()[-2000:])
-            time.sleep(0.5)
+        wait_ready(proc, base, tmp / "serve.log")
         # one request of each kind first: the model and the analyzer warm, then the baseline
         ok, _ = _bodies(ws)
         for path, body in ok:
@@ -187,11 +172,7 @@ def main() -> None:
         after = httpx.post(base + "/v1/code/completions", json=ok[0][1], timeout=60)
         rss1, kids1 = _tree(proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         log.close()
     by = Counter((r["kind"], str(r["status"])) for r in recs)
     statuses = Counter(str(r["status"]) for r in recs)
