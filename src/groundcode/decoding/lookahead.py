@@ -65,7 +65,7 @@ class Lookahead:
                 self.ahead_counts["preempted"] += 1
                 job.stream.cancel()
                 self._end_unstarted(job, "cancelled")
-        self.ahead_counts["abandoned_forwards"] = self.ahead_counts.get("abandoned_forwards", 0) + 1
+        self.ahead_counts["abandoned_forwards"] += 1
         self.batch = self._new_batch()
         self._ahead_live = []
 

@@ -304,7 +304,7 @@ class Scheduler(Lookahead, Records):
                 except Preempted:             # a lookahead prompt gave way to a request
                     self._prefilling = None
                     self.ahead_counts["preempted"] += 1
-                    self.ahead_counts["abandoned_forwards"] = self.ahead_counts.get("abandoned_forwards", 0) + 1
+                    self.ahead_counts["abandoned_forwards"] += 1
                     self._end_unstarted(job, "cancelled")
                     break
                 except Exception as exc:
