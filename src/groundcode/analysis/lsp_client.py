@@ -255,9 +255,9 @@ class LspAnalyzer:
         return c, await self._sync(c, str(at.path), at.code)
 
     async def _complete(self, at, after_dot: bool):
-        """One completion: the document is synced and asked under its lock, so no other
-        question's text replaces it before the server answers (a completion answered against
-        another splice's text is wrong or empty)."""
+        """One completion, parsed once here: (names, kinds, reason to fail open). The document
+        is synced and asked under its lock, so no other question's text replaces it before the
+        server answers (a completion answered against another splice's text is wrong or empty)."""
         if self._doc_lock is None:
             self._doc_lock = asyncio.Lock()
         async with self._doc_lock:
@@ -277,10 +277,10 @@ class LspAnalyzer:
         res = await c.text_document_completion_async(T.CompletionParams(
             text_document=T.TextDocumentIdentifier(uri=uri),
             position=T.Position(line=at.line - 1, character=utf16(line, at.column)), context=ctx))
-        return res
+        return self._parse(res, after_dot)
 
     # -- answers ----------------------------------------------------------------------------------
-    def _parse(self, res, after_dot: bool = True) -> tuple[frozenset, dict, str | None]:
+    def _parse(self, res, after_dot: bool) -> tuple[frozenset, dict, str | None]:
         from lsprotocol import types as T
         if res is None:
             return frozenset(), {}, "empty"
@@ -312,7 +312,7 @@ class LspAnalyzer:
 
     def _landed(self, fut, full: tuple, receiver: str, t0: float, prefetch: bool) -> None:
         try:
-            names, kinds, failed = self._parse(fut.result())
+            names, kinds, failed = fut.result()
         except Exception:                         # noqa: BLE001 (a crash: not cached)
             return
         if prefetch and failed is not None:
@@ -341,7 +341,7 @@ class LspTicket:
         try:
             if timeout == 0 and not self._fut.done():
                 return None
-            names, kinds, failed = owner._parse(self._fut.result(timeout=timeout))
+            names, kinds, failed = self._fut.result(timeout=timeout)
             owner._warm = True
         except cf.TimeoutError:
             owner.timeouts += 1
