@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 import threading
 import time
 from collections import Counter
@@ -28,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..lines import end_position, split_lines
+from .guard import SOURCE_SUFFIXES
 
-SOURCE_SUFFIXES = (".py", ".pyi")
 SKIP_DIRS = {"node_modules", "venv", "env", "__pycache__", "site-packages", "build", "dist"}
 MAX_FILES = 5000
 MAX_FILE_BYTES = 2 << 20
@@ -86,7 +87,7 @@ class Locator:
                 old = self._files.get(p)
                 if old is not None and old[:2] == (st.st_mtime, st.st_size):
                     continue
-                if st.st_size > MAX_FILE_BYTES or not os.path.isfile(p):
+                if st.st_size > MAX_FILE_BYTES or not stat.S_ISREG(st.st_mode):
                     continue
                 try:
                     text = p.read_text(encoding="utf-8", errors="replace")
