@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from groundcode.analysis import lsp_servers
-from groundcode.analysis.base import MembersQuery
+from groundcode.analysis.base import MembersQuery, SignatureQuery
 from groundcode.analysis.lsp_client import LspAnalyzer
 from groundcode.context import Splice
 
@@ -59,6 +59,28 @@ def test_members_of_self_a_module_alias_an_unsaved_buffer_and_after_a_change(ty,
     assert pid and not _alive(pid)                                        # closed: nothing left
 
 
+def test_signature_help_and_ranged_changes(ty, shop_repo):
+    """signatureHelp after `(` is what the call accepts; a name the server cannot resolve is
+    unknown (the keyword guide stays open); ty takes ranged didChange events, and answers after
+    one are those of the new text."""
+    cart = (shop_repo / "shop" / "cart.py").read_text() + "\n    def total(self):\n        return self.add(\n"
+    line = "        return self.add("
+    at = Splice(cart, cart.split("\n").index(line) + 1, len(line), shop_repo / "shop" / "cart.py")
+    with LspAnalyzer(shop_repo, "ty", deadline_s=30) as a:
+        ans = a.ask(SignatureQuery(at, "self", "add")).result(30)
+        assert ans.failed is None and [(p.name, p.required) for p in ans.signature.params] == [("item", True)]
+        assert not ans.signature.var_keyword and ans.signature.keywords() == {"item"}
+        unknown = cart.replace("return self.add(", "return nowhere_defined(")
+        at2 = Splice(unknown, at.line, len("        return nowhere_defined("), at.path)
+        ans = a.ask(SignatureQuery(at2, "", "nowhere_defined")).result(30)
+        assert ans.signature is None and ans.failed == "unknown"
+        assert a._incremental                                     # ranged changes were sent
+        renamed = cart.replace("    def add(self, item):", "    def add(self, item, *, qty=1):")
+        at3 = Splice(renamed, at.line, len(line), at.path)
+        ans = a.ask(SignatureQuery(at3, "self", "add")).result(30)
+        assert ans.signature.keywords() == {"item", "qty"} and ans.signature.params[1].kind == "keyword"
+
+
 def test_a_crashed_server_restarts_and_a_hung_one_fails_open(ty, shop_repo, tmp_path):
     cart = (shop_repo / "shop" / "cart.py").read_text() + "\n    def total(self):\n        return self.\n"
     with LspAnalyzer(shop_repo, "ty", deadline_s=30, restart_backoff_s=0.1) as a:
@@ -92,6 +114,13 @@ def test_a_missing_server_is_one_clear_line(tmp_path, monkeypatch):
         LspAnalyzer(tmp_path, "ty")
     with pytest.raises(GroundcodeError, match="no language server"):
         lsp_servers.get("nope")
+    from typer.testing import CliRunner
+
+    from groundcode.cli import app
+    (tmp_path / "x.py").write_text("x = 1\n")
+    r = CliRunner().invoke(app, ["complete", f"{tmp_path}/x.py:1:0", "--model", "tiny"],
+                           env={"GROUNDCODE_ANALYZER": "nope"})
+    assert r.exit_code == 2 and "no language server 'nope'" in r.output        # the config key
 
 
 def test_complete_with_the_ty_analyzer_names_it_in_the_triggers(ty, shop_repo, tiny_model_dir):

@@ -9,9 +9,11 @@ client and lsprotocol's types, no hand-written framing):
 One server per (server, workspace root), started lazily (or by prewarm) as a subprocess on stdio,
 `initialize`d with the workspace folder; the file being analysed (the splice: the real file with
 the partial code) and the workspace's other open buffers (the Overlay) are opened with `didOpen`
-and kept with `didChange` (full text). Members keep their kinds (method, field, property,
-constant, enum member, …) in Jedi's words; keywords, snippets and text items are dropped. An
-`isIncomplete` list is treated as open (fail open, "incomplete"), never as closed. Answers are
+and kept with `didChange` (the changed lines only, where the server takes ranged changes; else the
+whole text). Members keep their kinds (method, field, property, constant, enum member, …) in
+Jedi's words; keywords, snippets and text items are dropped (lsp_messages.py). An `isIncomplete`
+list is treated as open (fail open, "incomplete"), never as closed. A SignatureQuery is
+`textDocument/signatureHelp` after the `(` (one signature read whole, else unknown). Answers are
 cached under (kind, overlay stamp, key); a late answer is cached when it lands. A server that
 exits or hangs (a question older than `hang_s`: the process is killed) fails its questions open and
 is restarted at the next question (at most once per `restart_backoff_s`); `close()` sends shutdown/exit, then kills the process: nothing is left.
@@ -23,15 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
-import re
 import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
 
 from .base import Analysis, Answered, Overlay, SignatureAnswer, SignatureQuery, query_key
+from .lsp_messages import edit, language_id, members, settings, signature, utf16
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
 _NO_OVERLAY = Overlay()
 
 
@@ -39,19 +40,9 @@ class ServerHung(RuntimeError):
     """A question outlived `hang_s` (not a ticket's timeout: the server was killed)."""
 
 
-def _kinds():
-    from lsprotocol import types as T
-    K = T.CompletionItemKind
-    return {K.Method: "function", K.Function: "function", K.Constructor: "function",
-            K.Field: "instance", K.Variable: "instance", K.Property: "property",
-            K.Class: "class", K.Interface: "class", K.Struct: "class", K.Enum: "class",
-            K.Module: "module", K.Constant: "instance", K.EnumMember: "instance", K.Value: "instance",
-            K.Unit: "instance", K.Event: "instance", K.TypeParameter: "class", K.Reference: "instance"}
-
-
-def utf16(line: str, index: int) -> int:
-    """The UTF-16 column of Python index `index` in `line` (LSP's default position encoding)."""
-    return len(line[:index].encode("utf-16-le")) // 2
+def _ignored(params) -> None:
+    """A server's log lines and progress: not needed here (pygls would print each one)."""
+    return None
 
 
 class LspAnalyzer:
@@ -62,6 +53,13 @@ class LspAnalyzer:
         self.repo = Path(repo).resolve()
         self.server = self.name = server
         self.cmd = list(command) if command else lsp_servers.command(server)   # missing: an error now
+        known = server in lsp_servers.SERVERS and not command
+        from ..trust import find_venv, site_packages
+        venv = find_venv(self.repo)                # its site-packages: search paths read as files
+        self.paths = tuple(str(p) for p in site_packages(venv)) if venv else ()
+        self._env = lsp_servers.environment(server) if known else None
+        self._init_options = lsp_servers.init_options(server, self.paths) if known else None
+        self._incremental = False                 # the server takes ranged didChange events
         self.deadline_s = deadline_s
         self.cold_deadline_s = max(cold_deadline_s, deadline_s)
         self.hide_private, self.hide_dunder = hide_private, hide_dunder
@@ -93,7 +91,7 @@ class LspAnalyzer:
 
     def ask(self, query):
         if isinstance(query, SignatureQuery):
-            return Answered(SignatureAnswer(None, 0.0, "unknown"))
+            return self._ask_signature(query)
         kind, key = query_key(query, "LspAnalyzer")
         overlay = query.at.overlay or _NO_OVERLAY
         full = (kind, overlay.stamp, *key)
@@ -130,6 +128,10 @@ class LspAnalyzer:
         except Exception:          # noqa: BLE001 (a hung server: killed below)
             pass
         self._kill()
+        try:
+            asyncio.run_coroutine_threadsafe(self._cancel_rest(), self._loop).result(timeout=2)
+        except Exception:          # noqa: BLE001
+            pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
 
@@ -177,8 +179,15 @@ class LspAnalyzer:
         @c.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def _diagnostics(params):            # not asked for, not needed: ignored quietly
             return None
+
+        for method in (T.WINDOW_LOG_MESSAGE, T.WINDOW_SHOW_MESSAGE, T.PROGRESS):
+            c.feature(method)(_ignored)
+
+        @c.feature(T.WORKSPACE_CONFIGURATION)
+        def _configuration(params):          # pyright asks: groundcode's interpreter, never the
+            return [settings(item.section, self.paths) for item in params.items]     # repository's
         self._started_at = time.monotonic()
-        await c.start_io(self.cmd[0], *self.cmd[1:], cwd=str(self.repo))
+        await c.start_io(self.cmd[0], *self.cmd[1:], cwd=str(self.repo), env=self._env)
         self._spawned = c                         # killed by close() even if it never answers
         proc = getattr(c, "_server", None)
         if proc is not None and proc.stderr is not None:     # its log: read, never left to fill
@@ -187,13 +196,34 @@ class LspAnalyzer:
             text_document=T.TextDocumentClientCapabilities(
                 completion=T.CompletionClientCapabilities(
                     completion_item=T.ClientCompletionItemOptions(snippet_support=False)),
-                synchronization=T.TextDocumentSyncClientCapabilities()))
-        await c.initialize_async(T.InitializeParams(
+                synchronization=T.TextDocumentSyncClientCapabilities(),
+                signature_help=T.SignatureHelpClientCapabilities(
+                    signature_information=T.ClientSignatureInformationOptions(
+                        parameter_information=T.ClientSignatureParameterInformationOptions(
+                            label_offset_support=True)))),
+            workspace=T.WorkspaceClientCapabilities(configuration=True, workspace_folders=True))
+        res = await c.initialize_async(T.InitializeParams(
             capabilities=caps, process_id=None, root_uri=self.repo.as_uri(),
+            initialization_options=self._init_options,
             workspace_folders=[T.WorkspaceFolder(uri=self.repo.as_uri(), name=self.repo.name)]))
+        sync = getattr(res, "capabilities", None) and res.capabilities.text_document_sync
+        change = sync.change if isinstance(sync, T.TextDocumentSyncOptions) else sync
+        self._incremental = change == T.TextDocumentSyncKind.Incremental
         c.initialized(T.InitializedParams())
         self._client, self._docs = c, {}
         return c
+
+    async def _cancel_rest(self) -> None:
+        """The client's reader and exit watcher, the log drain: cancelled and let finish, and
+        the process's pipes closed, so the loop stops with nothing pending or left to close."""
+        proc = getattr(self._spawned, "_server", None)
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
+        rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in rest:
+            t.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
 
     @staticmethod
     async def _drain(stream) -> None:
@@ -238,13 +268,14 @@ class LspAnalyzer:
         have = self._docs.get(uri)
         if have is None:
             c.text_document_did_open(T.DidOpenTextDocumentParams(
-                T.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+                T.TextDocumentItem(uri=uri, language_id=language_id(path), version=1, text=text)))
             self._docs[uri] = (1, text)
         elif have[1] != text:
             v = have[0] + 1
             c.text_document_did_change(T.DidChangeTextDocumentParams(
                 text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=v),
-                content_changes=[T.TextDocumentContentChangeWholeDocument(text=text)]))
+                content_changes=[edit(have[1], text) if self._incremental
+                                 else T.TextDocumentContentChangeWholeDocument(text=text)]))
             self._docs[uri] = (v, text)
         return uri
 
@@ -254,57 +285,54 @@ class LspAnalyzer:
             await self._sync(c, p, t)
         return c, await self._sync(c, str(at.path), at.code)
 
-    async def _complete(self, at, after_dot: bool):
-        """One completion, parsed once here: (names, kinds, reason to fail open). The document
-        is synced and asked under its lock, so no other question's text replaces it before the
-        server answers (a completion answered against another splice's text is wrong or empty)."""
+    async def _asked(self, work):
+        """One question, answered once here. The document is synced and asked under its lock,
+        so no other question's text replaces it before the server answers (a completion
+        answered against another splice's text is wrong or empty)."""
         if self._doc_lock is None:
             self._doc_lock = asyncio.Lock()
         async with self._doc_lock:
             try:
-                return await asyncio.wait_for(self._complete_now(at, after_dot), self.hang_s)
+                return await asyncio.wait_for(work(), self.hang_s)
             except asyncio.TimeoutError:          # hung: killed, restarted at the next question
                 self._kill()
                 raise ServerHung(f"{self.server} gave no answer in {self.hang_s:g} s: restarted") from None
 
+    async def _complete(self, at, after_dot: bool):
+        return await self._asked(lambda: self._complete_now(at, after_dot))
+
+    def _ask_signature(self, query):
+        """textDocument/signatureHelp right after the `(`: a CallSignature when the server shows
+        exactly one signature that reads whole, else unknown (the keyword guide stays open)."""
+        fut = asyncio.run_coroutine_threadsafe(self._asked(lambda: self._signature_now(query.at)), self._loop)
+        return SignatureTicket(self, fut, time.perf_counter())
+
+    async def _signature_now(self, at):
+        from lsprotocol import types as T
+        c, uri = await self._open(at)
+        res = await c.text_document_signature_help_async(T.SignatureHelpParams(
+            text_document=T.TextDocumentIdentifier(uri=uri), position=self._position(at),
+            context=T.SignatureHelpContext(trigger_kind=T.SignatureHelpTriggerKind.TriggerCharacter,
+                                           trigger_character="(", is_retrigger=False)))
+        return signature(res)
+
+    @staticmethod
+    def _position(at):
+        from lsprotocol import types as T
+        lines = at.code.split("\n")
+        line = lines[at.line - 1] if 0 < at.line <= len(lines) else ""
+        return T.Position(line=at.line - 1, character=utf16(line, at.column))
+
     async def _complete_now(self, at, after_dot: bool):
         from lsprotocol import types as T
         c, uri = await self._open(at)
-        lines = at.code.split("\n")
-        line = lines[at.line - 1] if 0 < at.line <= len(lines) else ""
         ctx = T.CompletionContext(trigger_kind=T.CompletionTriggerKind.TriggerCharacter, trigger_character=".") \
             if after_dot else T.CompletionContext(trigger_kind=T.CompletionTriggerKind.Invoked)
         res = await c.text_document_completion_async(T.CompletionParams(
-            text_document=T.TextDocumentIdentifier(uri=uri),
-            position=T.Position(line=at.line - 1, character=utf16(line, at.column)), context=ctx))
-        return self._parse(res, after_dot)
+            text_document=T.TextDocumentIdentifier(uri=uri), position=self._position(at), context=ctx))
+        return members(res, after_dot, self.complete_members)
 
     # -- answers ----------------------------------------------------------------------------------
-    def _parse(self, res, after_dot: bool) -> tuple[frozenset, dict, str | None]:
-        from lsprotocol import types as T
-        if res is None:
-            return frozenset(), {}, "empty"
-        items = res.items if isinstance(res, T.CompletionList) else list(res)
-        incomplete = bool(getattr(res, "is_incomplete", False))
-        kinds_of = _kinds()
-        drop = {T.CompletionItemKind.Keyword, T.CompletionItemKind.Snippet, T.CompletionItemKind.Text}
-        names, kinds = set(), {}
-        for it in items:
-            if it.kind in drop:
-                continue
-            m = _IDENT.match(it.filter_text or it.label or "")
-            if m is None:
-                continue
-            n = m.group(0)
-            names.add(n)
-            kinds[n] = kinds_of.get(it.kind, "instance")
-        if names and all(n.startswith("__") and n.endswith("__") for n in names):
-            # only object's members: the server does not know the type (an untyped parameter)
-            return frozenset(names), kinds, "untyped: only object's members"
-        if incomplete and not (after_dot and self.complete_members):
-            return frozenset(names), kinds, "incomplete: the server did not list every member"
-        return frozenset(names), kinds, None if names else "empty"
-
     def _hidden(self, names) -> frozenset:
         if not self.hide_private:
             return frozenset()
@@ -351,4 +379,31 @@ class LspTicket:
             names, kinds, failed = frozenset(), {}, f"error: {type(exc).__name__}: {exc}"[:200]
         self._answer = Analysis(self._receiver, names, (time.perf_counter() - self._t0) * 1e3, False, failed,
                                 kinds, owner._hidden(names))
+        return self._answer
+
+
+class SignatureTicket:
+    """A running signatureHelp: `result(timeout)` is a SignatureAnswer (signature None: unknown,
+    or the server failed), or None while it runs."""
+
+    __slots__ = ("_owner", "_fut", "_t0", "_answer")
+
+    def __init__(self, owner: LspAnalyzer, fut, t0: float):
+        self._owner, self._fut, self._t0, self._answer = owner, fut, t0, None
+
+    def result(self, timeout: float | None = 0) -> SignatureAnswer | None:
+        if self._answer is not None:
+            return self._answer
+        try:
+            if timeout == 0 and not self._fut.done():
+                return None
+            sig, failed = self._fut.result(timeout=timeout), None
+        except cf.TimeoutError:
+            self._owner.timeouts += 1
+            return None
+        except Exception as exc:                  # noqa: BLE001 (never kills generation)
+            self._owner.errors += 1
+            sig, failed = None, f"error: {type(exc).__name__}: {exc}"[:200]
+        ms = (time.perf_counter() - self._t0) * 1e3
+        self._answer = SignatureAnswer(sig, ms, failed if failed else (None if sig else "unknown"))
         return self._answer

@@ -1,0 +1,167 @@
+"""What goes to a language server and what comes back, as plain functions (no process, no
+loop; lsp_client.py sends and awaits them):
+
+    edit(old, new)              -> the ranged didChange event that turns `old` into `new`
+    language_id(path)           -> "python", "typescript", "typescriptreact", ...
+    settings(section)           -> the answer to a server's workspace/configuration question
+    members(result, after_dot, complete_members) -> (names, kinds, reason to fail open | None)
+    signature(result)           -> a CallSignature, or None when it cannot be told for sure
+
+Positions are UTF-16 columns (LSP's default encoding). Test: tests/test_lsp_messages.py.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from .base import CallSignature, ParamSpec
+
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_LANGUAGES = {".py": "python", ".pyi": "python", ".ts": "typescript", ".mts": "typescript",
+              ".cts": "typescript", ".tsx": "typescriptreact", ".js": "javascript", ".mjs": "javascript",
+              ".cjs": "javascript", ".jsx": "javascriptreact"}
+
+
+def utf16(line: str, index: int) -> int:
+    """The UTF-16 column of Python index `index` in `line`."""
+    return len(line[:index].encode("utf-16-le")) // 2
+
+
+def language_id(path) -> str:
+    return _LANGUAGES.get(Path(str(path)).suffix.lower(), "python")
+
+
+def _position(text: str, index: int):
+    from lsprotocol import types as T
+    line = text.count("\n", 0, index)
+    start = text.rfind("\n", 0, index) + 1
+    return T.Position(line=line, character=utf16(text[start:index], index - start))
+
+
+def edit(old: str, new: str):
+    """The smallest whole-line range of `old` that differs from `new`, and its new text (whole
+    lines: a cut never falls between a `\\r` and its `\\n`). A text with a lone `\\r` (a line
+    end to LSP, not to this count) is sent whole."""
+    from lsprotocol import types as T
+    if "\r" in old.replace("\r\n", ""):
+        return T.TextDocumentContentChangeWholeDocument(text=new)
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    s = 0
+    while s < n - p and old[len(old) - 1 - s] == new[len(new) - 1 - s]:
+        s += 1
+    start = old.rfind("\n", 0, p) + 1                 # back to the line's start (same in both)
+    end_old = len(old) - s
+    nl = old.find("\n", end_old)                      # on to the line's end (inside the common tail)
+    grow = (nl + 1 - end_old) if nl != -1 else (len(old) - end_old)
+    end_old += grow
+    end_new = len(new) - s + grow
+    return T.TextDocumentContentChangePartial(
+        range=T.Range(start=_position(old, start), end=_position(old, end_old)),
+        text=new[start:end_new])
+
+
+def settings(section: str | None, paths=()):
+    """A server's configuration question (pyright asks for `python` and `*.analysis`):
+    groundcode's own interpreter, so the server never runs the repository's, and the extra
+    search paths (a venv's site-packages, read as files); nothing else is set."""
+    if section == "python":
+        return {"pythonPath": sys.executable}
+    if section in ("python.analysis", "basedpyright.analysis"):
+        return {"extraPaths": list(paths)}
+    return None
+
+
+def _kinds():
+    from lsprotocol import types as T
+    K = T.CompletionItemKind
+    return {K.Method: "function", K.Function: "function", K.Constructor: "function",
+            K.Field: "instance", K.Variable: "instance", K.Property: "property",
+            K.Class: "class", K.Interface: "class", K.Struct: "class", K.Enum: "class",
+            K.Module: "module", K.Constant: "instance", K.EnumMember: "instance", K.Value: "instance",
+            K.Unit: "instance", K.Event: "instance", K.TypeParameter: "class", K.Reference: "instance"}
+
+
+def members(res, after_dot: bool, complete_members: bool) -> tuple[frozenset, dict, str | None]:
+    """A completion answer as names with their kinds (Jedi's words); keywords, snippets and text
+    items dropped. A list of `object`'s dunders only means the server does not know the type
+    ("untyped"); an `isIncomplete` list is open unless the server lists every member after a dot."""
+    from lsprotocol import types as T
+    if res is None:
+        return frozenset(), {}, "empty"
+    items = res.items if isinstance(res, T.CompletionList) else list(res)
+    incomplete = bool(isinstance(res, T.CompletionList) and res.is_incomplete)
+    kinds_of = _kinds()
+    drop = {T.CompletionItemKind.Keyword, T.CompletionItemKind.Snippet, T.CompletionItemKind.Text}
+    names, kinds = set(), {}
+    for it in items:
+        if it.kind in drop:
+            continue
+        m = _IDENT.match(it.filter_text or it.label or "")
+        if m is None:
+            continue
+        n = m.group(0)
+        names.add(n)
+        kinds[n] = kinds_of.get(it.kind, "instance")
+    if names and all(n.startswith("__") and n.endswith("__") for n in names):
+        return frozenset(names), kinds, "untyped: only object's members"
+    if incomplete and not (after_dot and complete_members):
+        return frozenset(names), kinds, "incomplete: the server did not list every member"
+    return frozenset(names), kinds, None if names else "empty"
+
+
+_MARK = re.compile(r"(?<![\w*])([*/])(?=\s*(?:[,)]|$))")
+_PARAM = re.compile(r"^(\*{0,2})([A-Za-z_]\w*)\s*(\??)\s*(?::[^=]*)?(=.*)?$", re.S)
+
+
+def signature(res) -> CallSignature | None:
+    """signatureHelp's answer as what the call accepts: only when there is exactly one signature
+    (overloads: unknown) and every parameter label reads as a Python parameter; `/` and a bare
+    `*` mark positional-only and keyword-only parameters. None: not known for sure (also a
+    signature without parameters: servers answer `() -> Any`, `(...) -> Unknown` or `Unknown`
+    for a name they cannot resolve, which must not forbid every keyword)."""
+    if res is None or len(res.signatures or ()) != 1:
+        return None
+    sig = res.signatures[0]
+    label = sig.label
+    if "(" not in label or not sig.parameters:
+        return None          # no parameter list: servers show `() -> Any`, `(...) -> Unknown`
+    head = re.findall(r"[A-Za-z_]\w*", label.split("(", 1)[0])
+    name = head[-1] if head else "call"
+    raw, cursor = [], label.find("(") + 1
+    for p in sig.parameters or ():                # each label, and the text before it (a bare
+        if isinstance(p.label, str):              # `*` or `/` a server did not list on its own)
+            start = label.find(p.label, cursor)
+            end = start + len(p.label) if start >= 0 else cursor
+        else:
+            start, end = p.label
+        gap = label[cursor:start] if start >= cursor else ""
+        raw.extend(m for m in _MARK.findall(gap))
+        raw.append((p.label if isinstance(p.label, str) else label[start:end]).strip())
+        cursor = max(cursor, end)
+    close = label.find(")", cursor)
+    raw.extend(_MARK.findall(label[cursor:close + 1 if close >= 0 else len(label)]))   # `(a, /)`
+    params, var_pos, var_kw, kind = [], False, False, "either"
+    for lab in raw:
+        if lab == "/":
+            params = [ParamSpec(q.name, "positional", q.required) for q in params]
+            continue
+        if lab == "*":
+            kind = "keyword"
+            continue
+        m = _PARAM.match(lab)
+        if m is None:
+            return None
+        stars, pname, optional, default = m.groups()
+        if stars == "*":
+            var_pos, kind = True, "keyword"
+        elif stars == "**":
+            var_kw = True
+        else:
+            params.append(ParamSpec(pname, kind, default is None and not optional))
+    if params and params[0].name in ("self", "cls"):
+        params = params[1:]
+    return CallSignature(name, tuple(params), var_pos, var_kw)
