@@ -105,6 +105,21 @@ def test_the_analyzer_reads_an_untrusted_venv_as_files_and_starts_a_trusted_one(
     assert _ran(hostile)
 
 
+def test_language_servers_never_run_an_untrusted_venv(hostile, monkeypatch):
+    """jedi-ls runs an interpreter (groundcode's own: environmentPath, no VIRTUAL_ENV), ty reads
+    files; with the hostile venv active in the environment neither starts it, and both still
+    answer the venv module's members (its site-packages as search paths)."""
+    from groundcode.analysis import lsp_servers
+    from groundcode.analysis.lsp_client import LspAnalyzer
+    monkeypatch.setenv("VIRTUAL_ENV", str(hostile / ".venv"))      # as if the user had it active
+    for name in ("jedi-ls", "ty"):
+        lsp_servers.install(name)
+        with LspAnalyzer(hostile, name, deadline_s=60, cold_deadline_s=60) as a:
+            r = _members(a, hostile)
+        assert "venv_function" in r.names, (name, r)
+    assert not _ran(hostile)
+
+
 def test_complete_and_generate_never_run_an_untrusted_venv(hostile, tiny_model_dir):
     runner = CliRunner()
     use = hostile / "shop" / "use.py"

