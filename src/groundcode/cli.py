@@ -30,7 +30,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Repository-aware code generation: static analysis guides the model.")
 
 
-from .console import _console, _quiet_libraries, err, error  # noqa: E402,F401 (the CLI's console)
+from .console import _console, _quiet_libraries, analyzer_option, err, error  # noqa: E402,F401 (the CLI's console)
 
 
 def _mount_subapps() -> None:
@@ -237,8 +237,7 @@ _VOCAB = typer.Option(False, "--vocabulary/--no-vocabulary", help="where a recei
 _PYTHON = typer.Option(None, "--python", help="the interpreter or virtual environment whose installed "
                        "libraries the analyzer sees and may start (default: this interpreter, with the "
                        "repository venv's site-packages read as files)")
-_ANALYZER = typer.Option("jedi", "--analyzer", help="jedi, or a language server installed with "
-                         "`groundcode analyzers install NAME` (ty)")
+_ANALYZER = analyzer_option()
 _TRUST = typer.Option(False, "--trust", help="trust the repository: the analyzer may start its own "
                       ".venv/venv interpreter (untrusted, nothing the repository ships runs; "
                       "`groundcode trust PATH` trusts it for good)")

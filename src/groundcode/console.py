@@ -45,3 +45,12 @@ def _quiet_libraries() -> None:
         hf_logging.disable_progress_bar()
     except Exception:  # transformers missing or changed: only cosmetics are lost
         pass
+
+
+def analyzer_option():
+    """`--analyzer` of complete, generate, serve and lsp (one definition): jedi or an installed
+    language server; $GROUNDCODE_ANALYZER sets the default (a config key every command reads)."""
+    import typer
+    return typer.Option("jedi", "--analyzer", envvar="GROUNDCODE_ANALYZER",
+                        help="jedi, or a language server installed with `groundcode analyzers install NAME` "
+                             "(ty, zuban, pyrefly, basedpyright, jedi-ls; `groundcode analyzers list`)")

@@ -17,6 +17,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import GroundcodeError
+from ..console import analyzer_option
 
 
 def serve_cmd(
@@ -63,8 +64,7 @@ def serve_cmd(
     lookahead: int = typer.Option(2, "--lookahead", help="after a cursor suggestion, this many "
                                   "rows with other first characters run while the server is "
                                   "idle: drafts for the next keystroke (0: off)"),
-    analyzer: str = typer.Option("jedi", "--analyzer", help="jedi, or a language server installed "
-                                 "with `groundcode analyzers install NAME` (ty)"),
+    analyzer: str = analyzer_option(),
     trust: bool = typer.Option(False, "--trust", help="trust the workspaces: the analyzer may "
                                "start their own .venv/venv interpreter (untrusted: their "
                                "site-packages are read as files, nothing of theirs runs)"),

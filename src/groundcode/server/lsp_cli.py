@@ -14,6 +14,8 @@ from typing import List, Optional
 
 import typer
 
+from ..console import analyzer_option
+
 
 def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="registry name, tiny, a "
                                                 "local path or an HF id (default: smollm2-135m once pulled)"),
@@ -36,8 +38,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             lookahead: int = typer.Option(2, "--lookahead", help="after a suggestion, this many rows "
                                           "with other first characters run while idle: drafts for "
                                           "the next keystroke (0: off)"),
-            analyzer: str = typer.Option("jedi", "--analyzer", help="jedi, or a language server "
-                                         "installed with `groundcode analyzers install NAME` (ty)"),
+            analyzer: str = analyzer_option(),
             trust: bool = typer.Option(False, "--trust", help="trust every workspace: the analyzer may "
                                        "start a workspace's own .venv/venv interpreter (also the "
                                        "initialization option {\"trust\": true}; untrusted: its "
