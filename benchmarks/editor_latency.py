@@ -4,6 +4,7 @@ the session `groundcode serve` and `groundcode lsp` use, grounding on and off in
     .venv/bin/python benchmarks/editor_latency.py                       # smollm2-135m, 4 functions
     .venv/bin/python benchmarks/editor_latency.py --dtype bfloat16
     .venv/bin/python benchmarks/editor_latency.py --model tiny --quick  # a smoke run
+    .venv/bin/python benchmarks/editor_latency.py --analyzer zuban      # a language server asked
 
 What an editor sends: the function's signature and docstring are in the file; its body is typed
 one line at a time. At each line end the user presses Enter and the editor auto-indents, so the
@@ -279,7 +280,7 @@ def editor_summary(rows: list[dict], gap_ms: float, grounded: bool) -> dict:
 
 
 def table(res: dict) -> list[str]:
-    out = [f"model {res['model']} ({res['dtype']}), {res['machine']['cores']} cores "
+    out = [f"model {res['model']} ({res['dtype']}), analyzer {res.get('analyzer', 'jedi')}, {res['machine']['cores']} cores "
            f"({res['machine']['cpu']}), load {res['load_before']} -> {res['load_after']}",
            f"patient pass (every line end to completion), ms: p50 / p75 / p95"]
     hdr = f"{'':>16} {'first token':>20} {'first text':>20} {'full line':>20} {'prefill':>16} {'analysis':>16} {'decode':>18} {'ms/tok':>7}"
@@ -322,6 +323,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lookahead", type=int, default=None,
                     help="the sessions' lookahead (default: what groundcode serve and lsp run)")
+    ap.add_argument("--analyzer", default="jedi", help="jedi or an installed language server (ty, zuban, ...)")
     ap.add_argument("--quick", action="store_true", help="2 functions x 3 lines")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "editor_latency.json")
     args = ap.parse_args()
@@ -337,7 +339,9 @@ def main() -> None:
     busy = others()
     t0 = time.perf_counter()
     from groundcode.models.load import serving_dtype
-    gen = Generator(args.model, dtype=serving_dtype(args.dtype, None))   # what serve and lsp load
+    from groundcode.config import MonitorConfig
+    gen = Generator(args.model, dtype=serving_dtype(args.dtype, None),   # what serve and lsp load
+                    monitor=MonitorConfig(analyzer=args.analyzer))
     load_s = time.perf_counter() - t0
     funcs = pick_functions(args.tasks, args.functions, args.max_head_chars)
     if not funcs:
@@ -352,7 +356,7 @@ def main() -> None:
     res = {"model": gen.lm.name, "dtype": gen.lm.dtype, "machine": machine(), "load_before": load0,
            "load_after": [round(x, 2) for x in os.getloadavg()], "other_benchmarks_at_start": busy,
            "other_benchmarks_at_end": others(), "gap_ms": args.gap_ms, "max_new_tokens": args.max_new_tokens,
-           "lookahead": args.lookahead,
+           "lookahead": args.lookahead, "analyzer": args.analyzer,
            "budget": BUDGET, "functions": [t["task_id"] for t in funcs], "model_load_s": round(load_s, 1),
            "warmup_s": rows["warmup_s"], "wall_s": round(time.perf_counter() - t1, 1),
            "patient": {"grounded": summary(rows["patient"], True), "plain": summary(rows["patient"], False)},
