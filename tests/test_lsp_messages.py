@@ -49,7 +49,9 @@ def test_completion_lists_and_their_openness():
     items = [T.CompletionItem("add", kind=K.Method), T.CompletionItem("owner", kind=K.Field),
              T.CompletionItem("if", kind=K.Keyword), T.CompletionItem("for-loop", kind=K.Snippet)]
     names, kinds, failed = members(T.CompletionList(False, items), True, False)
-    assert names == {"add", "owner"} and kinds == {"add": "function", "owner": "instance"} and failed is None
+    assert {"add", "owner"} <= names and kinds == {"add": "function", "owner": "instance"} and failed is None
+    assert {"__name__", "__class__", "__dict__"} <= names and not {"if", "for"} & names   # dunders let through
+    assert members(T.CompletionList(False, items), False, False)[0] == {"add", "owner"}   # a name start: as listed
     assert members(T.CompletionList(True, items), True, False)[2].startswith("incomplete")
     assert members(T.CompletionList(True, items), True, True)[2] is None      # complete after a dot
     assert members(T.CompletionList(True, items), False, True)[2].startswith("incomplete")

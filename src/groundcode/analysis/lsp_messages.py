@@ -110,10 +110,21 @@ def members(res, after_dot: bool, complete_members: bool) -> tuple[frozenset, di
         return frozenset(names), kinds, "untyped: only object's members"
     if incomplete and not (after_dot and complete_members):
         return frozenset(names), kinds, "incomplete: the server did not list every member"
-    return frozenset(names), kinds, None if names else "empty"
+    if not names:
+        return frozenset(), kinds, "empty"
+    if after_dot:         # servers list dunders unevenly (ty: no `__name__` after `self.__class__.`):
+        names |= DUNDERS  # a dunder is never what a server's answer forbids
+    return frozenset(names), kinds, None
 
 
 _MARK = re.compile(r"(?<![\w*])([*/])(?=\s*(?:[,)]|$))")
+# what any object, class or module may have (a dunder after a dot is always let through)
+DUNDERS = frozenset(n for n in dir(type) + dir(object) if n.startswith("__")) | {
+    "__name__", "__qualname__", "__module__", "__dict__", "__doc__", "__file__", "__path__", "__all__",
+    "__wrapped__", "__self__", "__func__", "__code__", "__defaults__", "__kwdefaults__", "__annotations__",
+    "__slots__", "__version__", "__spec__", "__loader__", "__package__", "__builtins__", "__mro__",
+    "__bases__", "__base__", "__subclasses__", "__weakref__", "__class__", "__len__", "__iter__",
+    "__enter__", "__exit__", "__call__", "__getitem__", "__setitem__", "__contains__"}
 _PARAM = re.compile(r"^(\*{0,2})([A-Za-z_]\w*)\s*(\??)\s*(?::[^=]*)?(=.*)?$", re.S)
 
 
