@@ -138,29 +138,31 @@ class Drafter:
 
 
 def verify(batch, r, i: int, events: list) -> None:
-    """The draft fed after row r's last token: one ordinary step per draft position while the
-    step accepts the draft token; the unused draft columns are masked out of the cache."""
+    """The draft fed after row r's last token: one ordinary step (step.py) per draft position,
+    on that position's logits, while the step accepts the draft token; the unused draft
+    columns are masked out of the cache."""
     draft, cols, logits = r.draft, r.draft_cols, r.draft_logits
     r.draft, r.draft_cols, r.draft_logits = [], [], None
     r.drafted += len(draft)
+    rs = batch.rowstep
     j = 0
     while j < len(draft) and r.live and r.refeed is None and r.view.tokens \
             and r.view.tokens[-1] == draft[j]:
         r.fed_cols.append(cols[j])               # its column holds the accepted token now
         r.draft_accepted += 1
         n = len(r.view.tokens)
-        batch.logits[i] = logits[j]              # the next position's logits
-        constrained = batch._shape(r, i)         # 1. scores, 2. masks
+        row_logits = batch.logits[i]
+        row_logits.copy_(logits[j])              # the next position's logits
+        constrained = rs.shape(r, row_logits)    # 1. scores, 2. masks
         if constrained is None:                  # a guide failed: the row ended
-            events.append(batch._finished(r))
+            events.append(rs.finished(r))
             j += 1
             break
-        tok = int(batch.logits[i].argmax())
-        try:
-            batch._row_step(r, i, tok, constrained, events)   # 3. choose, 4. accept ...
+        try:                                     # 3. choose (greedy), 4. accept ...
+            rs.take(r, int(row_logits.argmax()), constrained, events, row_logits)
         except Exception as exc:
-            batch._fail(r, exc)
-            events.append(batch._finished(r))
+            rs.fail(r, exc)
+            events.append(rs.finished(r))
         j += 1
         if len(r.view.tokens) != n + 1:          # cut, ended before accepting, or forced away
             break

@@ -20,7 +20,8 @@ recorded a trigger), FINAL (`text`: the next piece of text that will never be ta
 STOP (a guide ended the row), FINISHED (always last for a row; `output.finish_reason` is eos,
 length, stop, cancelled, deadline or error).
 
-The step, per row (one readable loop: `Batch.step` then `Batch.feed`):
+The step, per row (one readable loop: `Batch.step` then `Batch.feed`; phases 1-4 are step.py's
+RowStep, the one row step every host calls: this batch, drafts, a remote server, transformers):
   1. scores   guides that read scores (tool tokens) see this row's logits
   2. masks    the guides' masks, intersected (only constrained rows pay); all rows sampled at once
   3. choose   a token queued by a guide (`row.force`) is taken as is; else the sample, verified
@@ -40,27 +41,21 @@ A cut without copying the cache: the row's attention-mask columns of its discard
 set to 0 and token L-1 is fed again; position ids are the running count of unmasked columns, so
 the re-fed token lands at the right position. Columns masked in every row (rollbacks, evicted
 rows, the left padding of merged rows) are dropped on eviction (`Batch.compact`).
-Not here: the scheduler and streams (scheduler.py, session.py), guides (guides/), checkpoints
+Not here: the row step itself (step.py), the scheduler and streams (scheduler.py, session.py), guides (guides/), checkpoints
 (checkpoints.py), the KV tensors' API (kv.py), prefix reuse (prefix_cache.py), teacher forcing
 (replay.py), where drafts come from (drafts.py). Test: tests/test_engine.py, tests/test_session.py,
 tests/test_drafts.py.
 """
 from __future__ import annotations
 
-import bisect
-from dataclasses import replace
-
-import numpy as np
 import torch
 
 from ..config import SamplingConfig
 from . import attention, drafts, kv
-from .checkpoints import Checkpoints, proposals_of
-from .detokenize import Detokenizer
-from .guides.base import Stop
-from .masking import combine, keep_only, to_index
-from .sampling import sample_rows
 from .batch_cache import BatchCache
+from .detokenize import Detokenizer
+from .sampling import sample_rows
+from .step import RowStep
 from .rows import FINAL, FINISHED, ROLLBACK, STOP, TOKEN, TRIGGER, Event, Row, RowOutput, RowSpec  # noqa: F401
 
 # Tokens per prefill forward. Cancels and the running batch's steps come between chunks; 1,024
@@ -180,207 +175,48 @@ class Prefill:
 
 class Batch(BatchCache):
     """The running rows, their KV cache (as tensors), attention mask and next-token logits: the
-    step (phases 1-4) and the feed (phase 5); the cache's columns are batch_cache.py's."""
+    step (phases 1-4: step.py's RowStep on each row's logits) and the feed (phase 5); the
+    cache's columns are batch_cache.py's."""
 
+    def __init__(self, engine, drafter=None):
+        super().__init__(engine, drafter)
+        self.rowstep = RowStep(engine, self._cut_columns)
 
     def step(self) -> list[Event]:
         """Phases 1-4 for every live row; returns the events in order."""
-        rows = self.rows
-        constrained = [bool(self._shape(r, i)) for i, r in enumerate(rows)]
+        rows, rs = self.rows, self.rowstep
+        constrained = [rs.shape(r, self.logits[i]) for i, r in enumerate(rows)]
         toks = self._sample(self.logits, rows)  # the one host sync per step (greedy rows)
         events: list[Event] = []
         for i, r in enumerate(rows):
             if not r.live:
                 if r.output is None:
-                    events.append(self._finished(r))
+                    events.append(rs.finished(r))
                 continue
             try:
-                self._row_step(r, i, toks[i], constrained[i], events)
+                rs.take(r, toks[i], bool(constrained[i]), events, self.logits[i])
             except Exception as exc:
-                self._fail(r, exc)
-                events.append(self._finished(r))
+                rs.fail(r, exc)
+                events.append(rs.finished(r))
             if r.draft_cols:                    # draft tokens were fed after the last token
                 drafts.verify(self, r, i, events)
         return events
 
-    def _shape(self, r: Row, i: int) -> bool | None:
-        """Phases 1-2 for row i on `self.logits[i]`: True if a mask was applied; None if a guide
-        failed (the row ended)."""
-        v, logits = r.view, self.logits
-        if not r.live or v.forced:
-            return False
-        try:
-            # -- 1. scores ----------------------------------------------------------------------
-            for g in r.scorers:
-                g.logits(v, logits[i])
-            # -- 2. masks -----------------------------------------------------------------------
-            allowed = combine(g.mask(v) for g in r.guides) if r.guides else None
-        except Exception as exc:                # a failing guide ends its own row only
-            self._fail(r, exc)
-            return None
-        if allowed is None:
-            return False
-        keep_only(logits[i], allowed)
-        r.constrained += 1
-        return True
+    def cancel(self, r: Row, reason: str = "cancelled") -> Event:
+        """End a row now (cancel, deadline): no settle, its text is what was final."""
+        return self.rowstep.cancel(r, reason)
 
-    def _row_step(self, r: Row, i: int, tok: int, constrained: bool, events: list) -> None:
-        v, eng = r.view, self.engine
-        r.steps += 1
-        # -- 3. choose --------------------------------------------------------------------------
-        if v.forced:                              # queued by a guide: no sampling, no check
-            tok = v.forced.popleft()
-        elif r.spec.choose is not None:           # teacher forcing (replay.py)
-            tok = r.spec.choose(r, tok, constrained)
-            if tok is None:    # the reference is written: the row ends as generation's would,
-                return self._finish(r, "stop", events)   # settling the answers still owed
-        else:               # every guide's verdict applies on every step: a token one guide's
-            tok = self._verify(r, i, tok, constrained)   # mask let in is still checked by the others
-        # -- 4. accept, advance, resolve ---------------------------------------------------------
-        r.ck.accept(tok)
-        if tok in eng.eos or tok in r.spec.stop_ids:
-            return self._finish(r, "eos", events)
-        events.append(Event(TOKEN, r.id, token=tok, text=r.text_stream.push(tok)))
-        proposals = proposals_of(r.guides, lambda g: g.advance(v, tok))
-        r.ck.mark()
-        self._new_triggers(r, events)
-        if proposals and self._resolve(r, proposals, events):
-            return self._final(r, events)
-        for g in r.guides:
-            s = g.stop(v)
-            if s is not None:
-                r.stop = s if isinstance(s, Stop) else Stop("stop", cut=int(s))
-                if r.stop.reason == "repetition" and r.stop.cut is not None and r.final_k \
-                        and r.stop.cut < v.ends[r.final_k - 1]:
-                    # text already streamed as final is never taken back: a repetition found
-                    # late ends the row at the final boundary instead of cutting below it
-                    r.stop = replace(r.stop, cut=v.ends[r.final_k - 1])
-                return self._finish(r, "stop", events)
-        sampling = r.sampling
-        if len(v.tokens) >= sampling.max_new_tokens or r.steps >= 2 * sampling.max_new_tokens + 16:
-            return self._finish(r, "length", events)   # rollbacks re-do steps: bounded
-        self._final(r, events)
-
-    def _verify(self, r: Row, i: int, tok: int, masked: bool = False) -> int:
-        """The sample, verified: the first guide that refuses it gives the mask to resample
-        under. On a step another guide masked (`masked`: token healing's mask at a cursor inside
-        a name), the refusal's mask is intersected with it; when nothing is left in both, the
-        token stands (that check fails open)."""
-        for g in r.guides:
-            m = g.check(r.view, tok)
-            if m is not None and len(m):
-                if masked:
-                    m = np.asarray(m)
-                    keep = torch.isfinite(self.logits[i].index_select(0, to_index(m, self.logits.device)))
-                    m = m[keep.cpu().numpy()]
-                    if not len(m):
-                        continue
-                keep_only(self.logits[i], m)
-                r.constrained += 1
-                s = r.sampling
-                sub = [r.gen] if r.gen is not None else None
-                return int(sample_rows(self.logits[i:i + 1], s.temperature, s.top_p, sub)[0])
-        return tok
-
-    def _resolve(self, r: Row, proposals: list, events: list) -> bool:
-        """Proposals to roll back: the shortest cut wins (True: the row was cut). A host that
-        does not roll back (replay) declines them."""
-        if r.spec.choose is not None and not getattr(r.spec.choose, "rollbacks", False):
-            for g, p in proposals:
-                g.declined(r.view, p)
-            r.ck.mark()                           # the guides' state after declining
-            return False
-        length, winners = Checkpoints.resolve(proposals)
-        if length < r.final_k:
-            raise RuntimeError(f"a guide cut below text it had declared final ({length} < {r.final_k} tokens)")
-        self._cut(r, length, winners)
-        events.append(Event(ROLLBACK, r.id, length=length, text=r.text_stream.reset(r.view.tokens)))
-        self._new_triggers(r, events)
-        return True
-
-    def _cut(self, r: Row, length: int, winners: list) -> None:
-        """Cut row r back to `length` tokens: guides restored (checkpoints.py), the cache columns
-        of the discarded inputs masked, token length-1 fed again (see the module docstring)."""
-        v = r.view
-        length = min(length, len(v.tokens))
-        r.ck.cut(length, winners)
-        r.seen_triggers = min(r.seen_triggers, len(v.triggers))
-        r.final_triggers = min(r.final_triggers, len(v.triggers))
+    def _cut_columns(self, r: Row, length: int) -> None:
+        """A cut's KV side: the cache columns of the discarded inputs masked, token length-1 fed
+        again (see the module docstring)."""
         cols = r.fed_cols[max(length - 1, 0):]
         if length == 0:
             cols = cols + [r.last_prompt_col]
             r.refeed = r.spec.prompt_ids[-1]
         else:
-            r.refeed = v.tokens[length - 1]
-        self.mask_columns(v.index, cols)
+            r.refeed = r.view.tokens[length - 1]
+        self.mask_columns(r.view.index, cols)
         del r.fed_cols[max(length - 1, 0):]
-        r.rollbacks += 1
-
-    def _finish(self, r: Row, reason: str, events: list, settle: bool = True) -> None:
-        """The row ends — unless a guide still owed an answer settles it now and proposes a cut."""
-        if settle:
-            proposals = proposals_of(r.guides, lambda g: g.settle(r.view))
-            if proposals and self._resolve(r, proposals, events):
-                if r.view.tokens and (r.view.tokens[-1] in self.engine.eos
-                                      or r.view.tokens[-1] in r.spec.stop_ids):
-                    self._cut(r, len(r.view.tokens) - 1, [])   # never continue after end-of-text
-                r.stop = None
-                return self._final(r, events)
-            self._new_triggers(r, events)
-        if r.stop is not None:
-            events.append(Event(STOP, r.id, stop=r.stop))
-        r.finish = reason
-        events.append(self._finished(r))
-
-    def _fail(self, r: Row, exc: Exception) -> None:
-        r.finish = "error"
-        r.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
-
-    def cancel(self, r: Row, reason: str = "cancelled") -> Event:
-        """End a row now (cancel, deadline): no settle, its text is what was final."""
-        r.finish = reason
-        return self._finished(r)
-
-    # -- text out -----------------------------------------------------------------------------
-    def _new_triggers(self, r: Row, events: list) -> None:
-        trig = r.view.triggers
-        while r.seen_triggers < len(trig):
-            events.append(Event(TRIGGER, r.id, trigger=trig[r.seen_triggers]))
-            r.seen_triggers += 1
-
-    def _final(self, r: Row, events: list) -> None:
-        """Text no guide will take back: every token whose text ends at or before the smallest
-        `final_upto`, and the triggers recorded up to it."""
-        v = r.view
-        f = min((g.final_upto(v) for g in r.finals), default=len(v.text))
-        k = len(v.tokens) if f >= len(v.text) else bisect.bisect_right(v.ends, f)
-        if k <= r.final_k:
-            return
-        text = "".join(r.final_stream.push(t) for t in v.tokens[r.final_k:k])
-        r.final_k = k
-        at = r.ck.trigger_at
-        n = r.final_triggers
-        while n < len(at) and at[n] <= k:
-            n += 1
-        new = tuple(v.triggers[r.final_triggers:n])
-        r.final_triggers = n
-        if text or new:
-            events.append(Event(FINAL, r.id, text=text, triggers=new))
-
-    def _finished(self, r: Row) -> Event:
-        v = r.view
-        cut = r.stop.cut if r.stop is not None else None
-
-        if r.finish in ("cancelled", "deadline", "error"):
-            text = self.engine.detok.decode(v.tokens[: r.final_k])   # what was verified
-        elif cut is None:
-            text = self.engine.detok.decode(v.tokens)
-        else:   # whole tokens before the cut, then the (ASCII: a line start) piece up to it
-            k = bisect.bisect_right(v.ends, cut)
-            text = self.engine.detok.decode(v.tokens[:k]) + v.text[(v.ends[k - 1] if k else 0): cut]
-        r.output = RowOutput(text, list(v.tokens), r.finish or "length", v.triggers, r.rollbacks,
-                             r.constrained, r.stop, r.id, r.error, r.drafted, r.draft_accepted)
-        return Event(FINISHED, r.id, output=r.output)
 
     def _sample(self, logits: torch.Tensor, rows: list[Row]) -> list[int]:
         out = logits.argmax(dim=-1)

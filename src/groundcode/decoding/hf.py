@@ -7,8 +7,9 @@
 
 Differences from the engine, which owns its loop: no rollback (binding positions such as
 `self.x = ...` are left unconstrained instead of speculated; a proposal to roll back is
-declined, `Guide.declined`), and merged-dot tokens are verified only when they are the top-1
-choice (the engine verifies whatever was sampled). A guide's stop ends the row with end of text
+declined, `Guide.declined`), and a token is verified (every guide's check, step.py's
+`refusal_of`, inside the step's mask) only when it is the top-1 choice (the engine verifies
+whatever was sampled). A guide's stop ends the row with end of text
 (its cut is not applied: the text up to the stop is generated); `settle` is called when a row
 is about to end (its proposals are declined too).
 Each `generate` call starts afresh (the processor notices a new prompt and resets its guides);
@@ -25,8 +26,9 @@ import torch
 from transformers import LogitsProcessor
 
 from ..errors import GroundcodeError
-from .guides.base import Guide, RowView, as_rollback
-from .masking import combine, keep_only
+from .guides.base import Guide, RowView
+from .masking import keep_only
+from .step import advance_declining, mask_of, refusal_of, settle_declining
 
 
 class GuidesLogitsProcessor(LogitsProcessor):
@@ -81,12 +83,9 @@ class GuidesLogitsProcessor(LogitsProcessor):
                 row.ends.append(len(row.text))
                 if self.stopped[i]:
                     continue
-                for g in gs:
-                    p = as_rollback(g.advance(row, tok))
-                    if p is not None:             # no rollback here: carry on
-                        g.declined(row, p)
+                advance_declining(row, gs, tok)   # no rollback here: proposals declined
                 if any(g.stop(row) is not None for g in gs):
-                    self._settle(row, gs)
+                    settle_declining(row, gs)
                     self.stopped[i] = True
             if self.stopped[i]:
                 if not self.eos:
@@ -94,23 +93,13 @@ class GuidesLogitsProcessor(LogitsProcessor):
                 scores[i].fill_(float("-inf"))
                 scores[i, self.eos] = 0.0         # end the row
                 continue
-            allowed = combine(g.mask(row) for g in gs)
-            top = int(scores[i].argmax())
-            if allowed is None and gs and top < len(self.vocab.texts) and self.vocab.has_dot[top]:
-                for g in gs:
-                    m = g.check(row, top)
-                    if m is not None and len(m):
-                        allowed = m
-                        break
+            allowed = mask_of(row, gs)            # the step's phases 2-3 (step.py) on this row
             if allowed is not None and len(allowed):
                 keep_only(scores[i], allowed)
-            elif top in self.eos:
-                self._settle(row, gs)             # about to end: what is owed is recorded
+            top = int(scores[i].argmax())         # verified when it is the top-1 choice
+            refused = refusal_of(row, gs, top, allowed) if gs and top < len(self.vocab.texts) else None
+            if refused is not None:
+                keep_only(scores[i], refused)
+            elif (allowed is None or not len(allowed)) and top in self.eos:
+                settle_declining(row, gs)         # about to end: what is owed is recorded
         return scores
-
-    @staticmethod
-    def _settle(row: RowView, gs) -> None:
-        for g in gs:
-            p = as_rollback(g.settle(row))
-            if p is not None:
-                g.declined(row, p)

@@ -18,7 +18,7 @@ in place of the forward pass:
               pool, so rows (and requests) wait on the network together, never on each other.
   3. verify   a proposed token outside the mask, or one a guide's `check` refuses (a merged
               dot token), drops the rest of the proposal: that step is asked again, constrained
-  4. accept   the engine's own accept/advance/rollback/stop/final code (engine.Batch._row_step):
+  4. accept   the one row step's accept/advance/rollback/stop/final code (step.py, as local rows):
               a rollback cuts the row and drops the proposal; the next request re-sends the
               prompt with the kept tokens (the server's prefix cache keeps that cheap)
 A chunk that the server ended at the dot lacks the dot's token, which may hold more than the
@@ -56,9 +56,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GroundcodeError
-from .engine import Batch, Row
+from .rows import Row
+from .step import RowStep
 from .guides.base import Guide
-from .masking import combine
+
 from .openai_client import Busy, CompletionsClient, Refused
 from .scheduler import Scheduler
 
@@ -275,9 +276,21 @@ class RemoteEngine:
         self.client.close()
 
 
-class RemoteBatch(Batch):
+class RemoteBatch:
     """The rows of a remote model: no KV cache, no forward; each row's next tokens come from
-    its requests. The scheduler drives it as it drives a local Batch (add, step, evict, feed)."""
+    its requests. The scheduler drives it as it drives a local Batch (add, step, evict, feed,
+    cancel); phases 1-4 are step.py's RowStep, as for a local row."""
+
+    columns = nbytes = 0                   # no cache here: the server holds it
+    drafter = None
+
+    def __init__(self, engine, drafter=None):
+        self.engine = engine
+        self.rows: list[Row] = []
+        self.rowstep = RowStep(engine, self._drop_proposal)
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
     def add(self, rows: list, logits=None, layers=None) -> None:
         for r in rows:
@@ -298,19 +311,23 @@ class RemoteBatch(Batch):
     def feed(self) -> None:
         """Nothing to feed: the next request carries the row's tokens."""
 
+    def cancel(self, r: Row, reason: str = "cancelled"):
+        return self.rowstep.cancel(r, reason)
+
     def step(self) -> list:
         events: list = []
         moved = False
-        for i, r in enumerate(self.rows):
+        rs = self.rowstep
+        for r in self.rows:
             if not r.live:
                 if r.output is None:
-                    events.append(self._finished(r))
+                    events.append(rs.finished(r))
                 continue
             try:
-                moved |= self._advance(r, i, events)
+                moved |= self._advance(r, events)
             except Exception as exc:           # a guide, or the server, failed: this row only
-                self._fail(r, exc)
-                events.append(self._finished(r))
+                rs.fail(r, exc)
+                events.append(rs.finished(r))
                 moved = True
         if not moved:                          # every row waits on the network
             busy = [r.future for r in self.rows if r.live and r.future is not None]
@@ -318,10 +335,10 @@ class RemoteBatch(Batch):
                 wait(busy, timeout=0.05, return_when=FIRST_COMPLETED)
         return events
 
-    def _advance(self, r: Row, i: int, events: list) -> bool:
+    def _advance(self, r: Row, events: list) -> bool:
         """One row: take a finished request's answer, accept proposed tokens while the guides
         agree, then ask for the next ones. True if anything happened."""
-        v, eng = r.view, self.engine
+        v, eng, rs = r.view, self.engine, self.rowstep
         if r.future is not None:
             if not r.future.done():
                 return False
@@ -334,7 +351,7 @@ class RemoteBatch(Batch):
                     open_ = [t for t in v.triggers if t.chosen is None and not t.failed_open]
                     if open_:
                         open_[-1].failed_open, open_[-1].reason = True, "remote: constraint not applied"
-                self._row_step(r, i, tok, True, events)
+                rs.take(r, tok, True, events)
                 return True
             toks, after = answer
             r.pending.extend(toks)
@@ -342,48 +359,34 @@ class RemoteBatch(Batch):
                 r.pending.append(min(eng.eos) if eng.eos else 0)
             r.after = "probe" if after == "probe" else None
             if not toks and after is None:     # nothing came back at the length limit
-                self._finish(r, "length", events)
+                rs.finish(r, "length", events)
                 return True
         # -- 1. masks, 2. the proposal, 3. verify, 4. accept ------------------------------------------
         allowed, n = None, 0
         while r.live and n < PER_STEP:
             if v.forced:                       # a guide's tokens replace the proposal
-                r.pending.clear()
-                r.after = None
-                self._row_step(r, i, None, True, events)
+                self._drop_proposal(r)
+                rs.take(r, None, True, events)
                 n += 1
                 continue
-            allowed = combine(g.mask(v) for g in r.guides) if r.guides else None
+            allowed = rs.mask(r)
             if not r.pending:
                 break
             tok = r.pending[0]
+            if allowed is not None and not np.isin(tok, allowed):
+                self._drop_proposal(r)         # the proposal leaves the mask: ask constrained
+                break
+            # inside the step's mask (or with none), still checked by every guide (a healed
+            # cursor inside a name: the heal mask lets `ister` in, the monitor refuses it)
+            refused = rs.refusal(r, tok, allowed)
+            if refused is not None:            # that step is asked again, under the refusal
+                self._drop_proposal(r)
+                allowed = refused
+                break
             if allowed is not None:
-                if not np.isin(tok, allowed):
-                    r.pending.clear()          # the proposal leaves the mask: ask constrained
-                    r.after = None
-                    break
-                # inside one guide's mask, still checked by the others (a healed cursor inside
-                # a name: the heal mask lets `ister` in, the monitor refuses it)
-                refused = next((m for m in (g.check(v, tok) for g in r.guides)
-                                if m is not None and len(m)), None)
-                if refused is not None:
-                    both = np.intersect1d(allowed, refused)
-                    if len(both):
-                        r.pending.clear()
-                        r.after = None
-                        allowed = both
-                        break
                 r.constrained += 1
-            else:
-                refused = next((m for m in (g.check(v, tok) for g in r.guides)
-                                if m is not None and len(m)), None)
-                if refused is not None:        # a merged dot token that does not fit
-                    r.pending.clear()
-                    r.after = None
-                    allowed = refused
-                    break
             r.pending.popleft()
-            self._row_step(r, i, tok, True, events)
+            rs.take(r, tok, True, events)
             n += 1
         if not r.live or r.pending:
             return True
@@ -394,7 +397,7 @@ class RemoteBatch(Batch):
         until = v.cancelled.is_set if v.cancelled is not None else None
         if allowed is not None and len(allowed) == 1:  # nothing to ask: the mask decides
             r.constrained += 1
-            self._row_step(r, i, int(allowed[0]), True, events)
+            rs.take(r, int(allowed[0]), True, events)
             return True
         r.requests += 1
         if allowed is not None:
@@ -408,22 +411,12 @@ class RemoteBatch(Batch):
             r.future = eng.pool.submit(lambda: ("chunk", eng.chunk(ids, left, s, seed, until)))
         return n > 0
 
-    def _fail(self, r: Row, exc: Exception) -> None:
-        if isinstance(exc, GroundcodeError):   # the server's answer: its own one line
-            r.finish, r.error = "error", (str(exc).splitlines() or [""])[0]
-        else:
-            super()._fail(r, exc)
-
-    def _cut(self, r: Row, length: int, winners: list) -> None:
-        """A rollback: the guides and the row go back (checkpoints.py); the proposal is dropped
-        and the next request re-sends the prompt with the kept tokens."""
-        v = r.view
-        r.ck.cut(min(length, len(v.tokens)), winners)
-        r.seen_triggers = min(r.seen_triggers, len(v.triggers))
-        r.final_triggers = min(r.final_triggers, len(v.triggers))
+    @staticmethod
+    def _drop_proposal(r: Row, length: int | None = None) -> None:
+        """The proposal is dropped (a cut, a token it cannot have, a guide's own tokens): the
+        next request re-sends the prompt with the kept tokens."""
         r.pending.clear()
         r.after = None
-        r.rollbacks += 1
 
 
 class _NoPrefill:

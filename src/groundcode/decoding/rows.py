@@ -90,6 +90,7 @@ class Row:
         self.error: str | None = None
         self.rollbacks = 0
         self.constrained = 0
+        self.allowed = None              # this step's combined mask (step.py), for the verdict
         self.steps = 0
         self.output: RowOutput | None = None
 

@@ -1,0 +1,262 @@
+"""One row's step, phases 1-4, whatever the token comes from: the one place that masks, verifies,
+accepts, rolls back, stops and finalises. Every host calls it (no host re-implements a phase):
+
+    engine.Batch          local logits: shape(r, logits) then take(r, sampled, ..., logits)
+    drafts.verify         a draft position's logits: the same two calls, per draft token
+    remote.RemoteBatch    a server's proposal: mask(r) and refusal(r, tok, allowed) decide whether
+                          it stands or the server is asked again under a mask; take(r, tok, ...)
+    hf.GuidesLogitsProcessor   transformers' scores row: mask_of / refusal_of on (view, guides)
+    replay (a teacher)    RowSpec.choose substitutes the reference token inside take()
+
+    step = RowStep(engine, cut_inputs)    # cut_inputs(r, length): what a host drops besides the
+                                          # guides on a cut (cache columns; a pending proposal)
+    constrained = step.shape(r, logits)   # 1. scores, 2. masks (None: a guide failed, row ended)
+    step.take(r, tok, constrained, events, logits)   # 3. choose/verify, 4. accept ... final
+    step.finish(r, reason, events) / step.cancel(r) / step.fail(r, exc) / step.finished(r)
+
+Every guide's verdict applies on every step: the combined mask of phase 2 is kept on the row
+(`r.allowed`), and a sampled token is still checked by every guide (`refusal`), the refusal
+intersected with that mask (a healed cursor inside a name: the heal mask lets `ister` in, the
+monitor refuses it); when nothing is left in both, the token stands (that check fails open).
+Text already final is never taken back: a cut below it is an error, a repetition found late
+ends the row at the final boundary.
+Not here: sampling a batch, feeding the model (engine.py), drafts (drafts.py), the network
+(remote.py). Test: tests/test_engine.py, tests/test_cursor_grounding.py, tests/test_remote.py.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import GroundcodeError
+from .checkpoints import Checkpoints, proposals_of
+from .guides.base import Stop, as_rollback
+from .masking import combine, keep_only
+from .rows import FINAL, FINISHED, ROLLBACK, STOP, TOKEN, TRIGGER, Event, RowOutput
+from .sampling import sample_rows
+
+
+def mask_of(view, guides):
+    """Phase 2: the guides' masks intersected (None: unconstrained)."""
+    return combine(g.mask(view) for g in guides) if guides else None
+
+
+def refusal_of(view, guides, tok: int, allowed=None):
+    """Phase 3's verdict on `tok`: the mask of the first guide that refuses it (intersected with
+    `allowed`, the step's mask, when there is one; a refusal with nothing in common with it
+    passes to the next guide), or None: the token stands."""
+    for g in guides:
+        m = g.check(view, tok)
+        if m is None or not len(m):
+            continue
+        if allowed is None:
+            return m
+        both = np.intersect1d(np.asarray(m), np.asarray(allowed), assume_unique=False)
+        if len(both):
+            return both
+    return None
+
+
+def advance_declining(view, guides, tok: int) -> None:
+    """Phase 4 for a host that never rolls back (transformers' generate): every guide advances,
+    a proposal to roll back is declined."""
+    for g in guides:
+        p = as_rollback(g.advance(view, tok))
+        if p is not None:
+            g.declined(view, p)
+
+
+def settle_declining(view, guides) -> None:
+    for g in guides:
+        p = as_rollback(g.settle(view))
+        if p is not None:
+            g.declined(view, p)
+
+
+class RowStep:
+    def __init__(self, engine, cut_inputs):
+        self.engine = engine                 # eos ids, the detokenizer
+        self.cut_inputs = cut_inputs
+
+    # -- 1. scores, 2. masks --------------------------------------------------------------------
+    def shape(self, r, logits) -> bool | None:
+        """Phases 1-2 on this row's logits (a [V] tensor, changed in place): True if a mask was
+        applied; None if a guide failed (the row ended)."""
+        v = r.view
+        r.allowed = None
+        if not r.live or v.forced:
+            return False
+        try:
+            for g in r.scorers:
+                g.logits(v, logits)
+            allowed = mask_of(v, r.guides)
+        except Exception as exc:                # a failing guide ends its own row only
+            self.fail(r, exc)
+            return None
+        if allowed is None:
+            return False
+        keep_only(logits, allowed)
+        r.allowed = allowed
+        r.constrained += 1
+        return True
+
+    def mask(self, r):
+        """Phase 2 alone (a host whose token source is not logits: the mask is sent with the
+        next request)."""
+        r.allowed = mask_of(r.view, r.guides)
+        return r.allowed
+
+    def refusal(self, r, tok: int, allowed=None):
+        return refusal_of(r.view, r.guides, tok, allowed)
+
+    # -- 3. choose, 4. accept -----------------------------------------------------------------
+    def take(self, r, tok: int | None, constrained: bool, events: list, logits=None) -> None:
+        """Phases 3-4 for token `tok` of any source. `logits`: this row's (masked) logits, to
+        resample under a guide's refusal; None: the host verified the token already."""
+        v = r.view
+        r.steps += 1
+        if v.forced:                              # queued by a guide: no sampling, no check
+            tok = v.forced.popleft()
+        elif r.spec.choose is not None:           # teacher forcing (replay.py)
+            tok = r.spec.choose(r, tok, constrained)
+            if tok is None:    # the reference is written: the row ends as generation's would,
+                return self.finish(r, "stop", events)   # settling the answers still owed
+        elif logits is not None:
+            tok = self._verify(r, tok, logits)
+        r.allowed = None
+        r.ck.accept(tok)
+        eng = self.engine
+        if tok in eng.eos or tok in r.spec.stop_ids:
+            return self.finish(r, "eos", events)
+        events.append(Event(TOKEN, r.id, token=tok, text=r.text_stream.push(tok)))
+        proposals = proposals_of(r.guides, lambda g: g.advance(v, tok))
+        r.ck.mark()
+        self._new_triggers(r, events)
+        if proposals and self._resolve(r, proposals, events):
+            return self._final(r, events)
+        for g in r.guides:
+            s = g.stop(v)
+            if s is not None:
+                r.stop = s if isinstance(s, Stop) else Stop("stop", cut=int(s))
+                if r.stop.reason == "repetition" and r.stop.cut is not None and r.final_k \
+                        and r.stop.cut < v.ends[r.final_k - 1]:
+                    # text already streamed as final is never taken back: a repetition found
+                    # late ends the row at the final boundary instead of cutting below it
+                    r.stop = replace(r.stop, cut=v.ends[r.final_k - 1])
+                return self.finish(r, "stop", events)
+        sampling = r.sampling
+        if len(v.tokens) >= sampling.max_new_tokens or r.steps >= 2 * sampling.max_new_tokens + 16:
+            return self.finish(r, "length", events)   # rollbacks re-do steps: bounded
+        self._final(r, events)
+
+    def _verify(self, r, tok: int, logits) -> int:
+        """The sample, verified: a refusal is resampled under (the step's mask ∩ the refusal)."""
+        m = self.refusal(r, tok, r.allowed)
+        if m is None:
+            return tok
+        keep_only(logits, m)
+        r.constrained += 1
+        s = r.sampling
+        sub = [r.gen] if r.gen is not None else None
+        return int(sample_rows(logits.unsqueeze(0), s.temperature, s.top_p, sub)[0])
+
+    # -- rollbacks ----------------------------------------------------------------------------
+    def _resolve(self, r, proposals: list, events: list) -> bool:
+        """Proposals to roll back: the shortest cut wins (True: the row was cut). A host that
+        does not roll back (replay) declines them."""
+        choose = r.spec.choose
+        if choose is not None and not choose.rollbacks:
+            for g, p in proposals:
+                g.declined(r.view, p)
+            r.ck.mark()                           # the guides' state after declining
+            return False
+        length, winners = Checkpoints.resolve(proposals)
+        if length < r.final_k:
+            raise RuntimeError(f"a guide cut below text it had declared final ({length} < {r.final_k} tokens)")
+        self.cut(r, length, winners)
+        events.append(Event(ROLLBACK, r.id, length=length, text=r.text_stream.reset(r.view.tokens)))
+        self._new_triggers(r, events)
+        return True
+
+    def cut(self, r, length: int, winners: list) -> None:
+        """Cut row r back to `length` tokens: guides restored (checkpoints.py), then the host's
+        inputs (`cut_inputs`)."""
+        length = min(length, len(r.view.tokens))
+        r.ck.cut(length, winners)
+        r.seen_triggers = min(r.seen_triggers, len(r.view.triggers))
+        r.final_triggers = min(r.final_triggers, len(r.view.triggers))
+        self.cut_inputs(r, length)
+        r.rollbacks += 1
+
+    # -- the end ------------------------------------------------------------------------------
+    def finish(self, r, reason: str, events: list, settle: bool = True) -> None:
+        """The row ends — unless a guide still owed an answer settles it now and proposes a cut."""
+        if settle:
+            proposals = proposals_of(r.guides, lambda g: g.settle(r.view))
+            if proposals and self._resolve(r, proposals, events):
+                if r.view.tokens and (r.view.tokens[-1] in self.engine.eos
+                                      or r.view.tokens[-1] in r.spec.stop_ids):
+                    self.cut(r, len(r.view.tokens) - 1, [])   # never continue after end-of-text
+                r.stop = None
+                return self._final(r, events)
+            self._new_triggers(r, events)
+        if r.stop is not None:
+            events.append(Event(STOP, r.id, stop=r.stop))
+        r.finish = reason
+        events.append(self.finished(r))
+
+    def fail(self, r, exc: Exception) -> None:
+        """A guide (or the token source) failed: this row ends with the error."""
+        r.finish = "error"
+        if isinstance(exc, GroundcodeError):    # groundcode's own words (a server's answer)
+            r.error = (str(exc).splitlines() or [""])[0]
+        else:
+            r.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+    def cancel(self, r, reason: str = "cancelled") -> Event:
+        """End a row now (cancel, deadline): no settle, its text is what was final."""
+        r.finish = reason
+        return self.finished(r)
+
+    # -- text out -----------------------------------------------------------------------------
+    def _new_triggers(self, r, events: list) -> None:
+        trig = r.view.triggers
+        while r.seen_triggers < len(trig):
+            events.append(Event(TRIGGER, r.id, trigger=trig[r.seen_triggers]))
+            r.seen_triggers += 1
+
+    def _final(self, r, events: list) -> None:
+        """Text no guide will take back: every token whose text ends at or before the smallest
+        `final_upto`, and the triggers recorded up to it."""
+        v = r.view
+        f = min((g.final_upto(v) for g in r.finals), default=len(v.text))
+        k = len(v.tokens) if f >= len(v.text) else bisect.bisect_right(v.ends, f)
+        if k <= r.final_k:
+            return
+        text = "".join(r.final_stream.push(t) for t in v.tokens[r.final_k:k])
+        r.final_k = k
+        at = r.ck.trigger_at
+        n = r.final_triggers
+        while n < len(at) and at[n] <= k:
+            n += 1
+        new = tuple(v.triggers[r.final_triggers:n])
+        r.final_triggers = n
+        if text or new:
+            events.append(Event(FINAL, r.id, text=text, triggers=new))
+
+    def finished(self, r) -> Event:
+        v = r.view
+        cut = r.stop.cut if r.stop is not None else None
+        detok = self.engine.detok
+        if r.finish in ("cancelled", "deadline", "error"):
+            text = detok.decode(v.tokens[: r.final_k])   # what was verified
+        elif cut is None:
+            text = detok.decode(v.tokens)
+        else:   # whole tokens before the cut, then the (ASCII: a line start) piece up to it
+            k = bisect.bisect_right(v.ends, cut)
+            text = detok.decode(v.tokens[:k]) + v.text[(v.ends[k - 1] if k else 0): cut]
+        r.output = RowOutput(text, list(v.tokens), r.finish or "length", v.triggers, r.rollbacks,
+                             r.constrained, r.stop, r.id, r.error, r.drafted, r.draft_accepted)
+        return Event(FINISHED, r.id, output=r.output)
