@@ -46,6 +46,7 @@ def test_batch_rows_are_independent_of_padding(tiny_lm):
 class _RollbackOnce(Guide):
     """Forces one rollback to `to` tokens after `at` tokens, then bans the token that had been
     chosen at position `to` so the continuation must differ."""
+    stateless = True     # a test double: what it records or latches survives cuts
 
     def __init__(self, at, to):
         self.at, self.to = at, to
@@ -146,6 +147,7 @@ def test_cancel_ends_one_row_and_leaves_the_others_alone(tiny_lm):
 
 class _ForceAt(Guide):
     """Queues `ids` after `at` tokens; records every token it was advanced on."""
+    stateless = True     # a test double: what it records or latches survives cuts
 
     def __init__(self, at, ids):
         self.at, self.ids = at, ids
@@ -175,6 +177,7 @@ def test_forced_tokens_are_fed_unsampled_and_the_model_continues_from_them(tiny_
 
 
 class _StopAfter(Guide):
+    stateless = True     # a test double: what it records or latches survives cuts
     def __init__(self, n):
         self.n = n
 
@@ -261,6 +264,7 @@ def test_generator_n_samples_share_one_prefill_per_context(tiny_lm, shop_repo):
 
 
 class _Only(Guide):
+    stateless = True     # a test double: what it records or latches survives cuts
     def __init__(self, ids):
         self.ids = np.array(sorted(ids), dtype=np.int64)
 
@@ -285,6 +289,7 @@ def test_disjoint_masks_keep_the_earlier_guides_and_never_blank_the_step(tiny_lm
 
 class _Refuser(Guide):
     """Refuses (by `check`) every token; records what it was asked to check."""
+    stateless = True     # a test double: what it records or latches survives cuts
 
     def reset(self, row):
         self.checked = []
@@ -314,6 +319,7 @@ from groundcode.decoding.guides.base import Rollback, TriggerRecord  # noqa: E40
 
 class _Trig(Guide):
     """Records a trigger named `name` whenever the row reaches `at` tokens."""
+    stateless = True     # a test double: what it records or latches survives cuts
 
     def __init__(self, name, at):
         self.name, self.at = name, at

@@ -194,6 +194,7 @@ def test_prompt_additions_never_reach_the_analyzer(tiny_lm, shop_repo):
 
 
 class _Force(Guide):
+    stateless = True     # a test double: what it records or latches survives cuts
     def __init__(self, ids):
         self.ids = ids
 

@@ -134,6 +134,7 @@ def test_cancel_mid_decode_ends_the_rows_and_frees_them(tiny_lm):
 
 
 class _Boom(Guide):
+    stateless = True     # a test double: what it records or latches survives cuts
     def advance(self, row, token):
         if len(row.tokens) == 3:
             raise ValueError("boom at token 3")

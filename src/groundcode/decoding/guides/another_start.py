@@ -33,6 +33,8 @@ def _ids_with(vocab, p: int, chars: frozenset) -> np.ndarray:
 
 
 class AnotherStart(Guide):
+    stateless = True                  # its mask follows the row's length alone
+
     def __init__(self, at: int, chars):
         self.at, self.chars = int(at), frozenset(chars)
 

@@ -132,7 +132,22 @@ def as_rollback(value) -> "Rollback | None":
 
 
 class Guide:
-    """Base class with the no-op behaviour; subclasses override what they need."""
+    """Base class with the no-op behaviour; subclasses override what they need. A guide either
+    declares its state (`snapshot`/`restore`: the engine keeps one snapshot per accepted token
+    and restores them on any cut) or says it has none (`stateless = True`): a class doing
+    neither is refused when it is defined, so no guide can forget a snapshot
+    (tests/test_guides_property.py checks every guide's restores against fresh replays)."""
+
+    stateless = False
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.stateless:
+            return
+        snap, rest = cls.snapshot is not Guide.snapshot, cls.restore is not Guide.restore
+        if not (snap and rest):
+            raise TypeError(f"guide {cls.__name__}: define snapshot() and restore() (its state, restored "
+                            "on every cut), or declare `stateless = True`")
 
     def reset(self, row: RowView) -> None:
         pass

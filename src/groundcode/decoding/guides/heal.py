@@ -49,6 +49,8 @@ def agreeing(vocab) -> _Agreeing:
 
 
 class Heal(Guide):
+    stateless = True                  # its mask follows the row's text alone
+
     def __init__(self, owed: str):
         self.owed = owed
 

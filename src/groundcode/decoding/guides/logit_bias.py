@@ -18,6 +18,8 @@ from .base import Guide, RowView
 
 
 class LogitBias(Guide):
+    stateless = True                  # the request's bias, the same on every step
+
     def __init__(self, bias):
         pairs = sorted((int(t), float(b)) for t, b in bias)
         self.ids = np.array([t for t, _ in pairs], dtype=np.int64)

@@ -24,10 +24,10 @@ class StopStrings(Guide):
         self._seen = 0                      # text before this index was searched already
 
     def snapshot(self):
-        return (self._cut, self._seen)
+        return (self._cut, self._which, self._seen)
 
     def restore(self, row: RowView, snap) -> None:
-        self._cut, self._seen = snap
+        self._cut, self._which, self._seen = snap
         self._seen = min(self._seen, len(row.text))
 
     def final_upto(self, row: RowView) -> int:
@@ -42,6 +42,8 @@ class StopStrings(Guide):
 
     def advance(self, row: RowView, token: int) -> int | None:
         text = row.text
+        if self._cut is not None:           # the first occurrence holds
+            return None
         start = max(self.skip, self._seen - self._longest + 1)
         hits = [i for i in (text.find(s, start) for s in self.stops) if i >= 0]
         if hits:
