@@ -6,6 +6,9 @@ from groundcode.analysis.base import Answered, MembersQuery, NamesQuery, Signatu
 
 
 class FakeBase:
+    name = "fake"
+    pid = None
+
     def ask(self, query):
         if isinstance(query, SignatureQuery):
             return Answered(SignatureAnswer(None))

@@ -343,6 +343,7 @@ def test_stop_strings_count_only_text_after_the_cursor(tiny_lm):
 
 class _Silent:
     """An analyzer whose answers never come (a hung worker) and whose deadline is long."""
+    name, pid = "silent", None
 
     def ask(self, query):
         from groundcode.analysis.base import Answered

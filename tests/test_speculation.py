@@ -35,6 +35,8 @@ class Ticket:
 
 class SlowAnalyzer:
     """Every answer is a cache miss that lands only when `land()` is called (or when waited)."""
+    name, pid = "slow", None
+
     def __init__(self):
         self.tickets: list[Ticket] = []
 
@@ -176,6 +178,8 @@ class Timed:
 
 class LoadedAnalyzer:
     """A loaded machine: every answer takes longer than the analyzer's deadline."""
+    name, pid = "loaded", None
+
     def __init__(self):
         self.queries = []
 

@@ -69,7 +69,7 @@ class Generator:
     def prompt_builder(self, config: PromptConfig | None = None):
         """A prompt builder for this model: its window, and the registry's FIM facts if known."""
         from .decoding.prompt import PromptBuilder
-        t = getattr(self.lm, "template", None)
+        t = self.lm.template
         return PromptBuilder(self.lm.tokenizer, self.lm.context_length, config,
                              None if t is None else t.has_fim)
 
@@ -96,6 +96,28 @@ class Generator:
                 from .session import Session
                 s = self._shared["session"] = Session(self)
             return s
+
+    def adopt_session(self, session) -> bool:
+        """Make `session` this generator's (and its views') unless it has one: True if it did."""
+        with self._shared["lock"]:
+            if "session" in self._shared:
+                return False
+            self._shared["session"] = session
+            return True
+
+    @property
+    def has_session(self) -> bool:
+        with self._shared["lock"]:
+            return "session" in self._shared
+
+    def running_analyzers(self) -> list[tuple]:
+        """(name, root, process id or None) of every analyzer started, a chain's links apart."""
+        from .analysis.sdk import ChainAnalyzer
+        out = []
+        for key, a in list(self._analyzers.items()):
+            for p in (a.analyzers if isinstance(a, ChainAnalyzer) else [a]):
+                out.append((p.name, key[0], p.pid))
+        return out
 
     def analyzer(self, repo: Path, python: Path | None = None, trust: bool = False):
         """The analyzer of a repository (one per repository, interpreter, trust and monitor
@@ -148,8 +170,7 @@ class Generator:
         for a in self._analyzers.values():
             a.close()
         self._analyzers.clear()
-        if hasattr(self.engine, "close"):      # a remote model's HTTP client and thread pool
-            self.engine.close()
+        self.engine.close()                    # a remote model's HTTP client and thread pool
 
     def __enter__(self) -> "Generator":
         return self

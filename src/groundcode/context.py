@@ -200,3 +200,8 @@ def _header_and_line(lex: str):
     every probe of one context (a request prefetches several receivers). Read only."""
     fn = function_header(lex)
     return (fn, Lexer(lex).line_start()) if fn is not None else (None, 0)
+
+
+# The context of a row with no file around it (a plain text prompt): guides read the same fields
+# of every row's context (guides/base.RowView puts this in place of None).
+PLAIN = CodeContext(path=Path("<prompt>"), repo=Path("."), before="", scope="<prompt>", kind="plain")

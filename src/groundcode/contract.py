@@ -33,6 +33,7 @@ class Generation:
                                                   # decode_ms, analysis_ms, total_ms
     stop: object = None                # a guide's Stop(reason, cut, payload) when finish_reason is "stop"
     remote_requests: int | None = None # requests sent to a remote model's server (None: local model)
+    truncated: bool = False            # the prompt was cut to fit the window (llama.cpp's `truncated`)
     drafted: int = 0                   # draft tokens verified (decoding/drafts.py) ...
     draft_accepted: int = 0            # ... and accepted: tokens that cost no forward of their own
 
@@ -112,6 +113,8 @@ class Stream:
         self.cancelled = threading.Event()   # read by the scheduler between prefill chunks and steps
         self._results: list = [None] * n
         self._error: str | None = None
+        self.warm_only = False               # a warm-up: prefill the prompt, decode nothing
+        self.ahead = None                    # a lookahead job's facts (decoding/lookahead.py)
 
     # -- producer side (the scheduler thread) -------------------------------------------------
     def _push(self, u: Update) -> None:

@@ -41,20 +41,17 @@ class Session:
         them (decoding/scheduler.py); a request that arrives ends them at once. Needs drafts and
         the prefix cache. 0 (the default) for batch work; editor servers use 2."""
         drafter = None
-        if getattr(getattr(generator, "engine", None), "remote", False):
+        if generator.engine.remote:
             from .decoding.remote import RemoteScheduler as Scheduler   # the model is a server
         else:
             from .decoding.drafts import Drafter
             from .decoding.scheduler import Scheduler
             drafter = (drafts if isinstance(drafts, Drafter) else Drafter(lookup=False)) if drafts else None
         self.generator = generator
-        self._sched = Scheduler(generator, max_rows=max_rows or getattr(generator, "batch_rows", 16),
+        self._sched = Scheduler(generator, max_rows=max_rows or generator.batch_rows,
                                 prefix_cache_bytes=prefix_cache_bytes, prefill_chunk=prefill_chunk,
                                 drafter=drafter, lookahead=lookahead)
-        shared = getattr(generator, "_shared", None)
-        if shared is not None:          # the generator's own run()/stream() use this session too
-            with shared["lock"]:
-                shared.setdefault("session", self)
+        generator.adopt_session(self)   # the generator's own run()/stream() use it too
 
     def submit(self, request: Request) -> Stream:
         """Queue a request; returns its stream at once. Thread-safe."""

@@ -94,6 +94,9 @@ class Answered:
 
 
 class Analyzer(Protocol):
+    name: str                        # who answers (trigger records name it): jedi, ty, botocore+jedi
+    pid: int | None                  # its server's process, if it runs one (/health lists them)
+
     def ask(self, query) -> Ticket:
         """Start answering `query` (MembersQuery, NamesQuery, SignatureQuery); never blocks."""
         ...

@@ -81,6 +81,7 @@ def _main_not_imported():
 class JediAnalyzer:
     """Members and names from Jedi, with a repository project, a cache and a worker pool."""
     name = "jedi"
+    pid = None                              # workers of groundcode's pool, not a server
 
     def __init__(self, repo: str | Path | None, deadline_s: float = 2.0, hide_private: bool = False,
                  hide_dunder: bool = True, cache_size: int = 4096, workers: str = "process",

@@ -233,6 +233,7 @@ class SdkAnalyzer:
     at once (an in-process lookup): `ask` returns answered tickets."""
 
     name = "botocore"
+    pid = None                              # in-process
 
     def __init__(self):
         self.calls = 0
@@ -331,7 +332,8 @@ class ChainAnalyzer:
 
     def __init__(self, analyzers: list):
         self.analyzers = list(analyzers)
-        self.name = "+".join(getattr(a, "name", "?") for a in self.analyzers)
+        self.name = "+".join(a.name for a in self.analyzers)
+        self.pid = None                     # each link's own: Generator.running_analyzers
 
     def ask(self, query) -> ChainTicket:
         return ChainTicket(self.analyzers, query)

@@ -66,13 +66,15 @@ PREFILL_CHUNK = 1024
 
 
 class Engine:
+    remote = False                        # the model runs here (remote.RemoteEngine: a server)
+
     def __init__(self, model, tokenizer, vocab):
         self.model = model
         self.tokenizer = tokenizer
         self.vocab = vocab
         self.detok = Detokenizer(tokenizer)
         eos = {tokenizer.eos_token_id}
-        cfg_eos = getattr(model.config, "eos_token_id", None)
+        cfg_eos = model.config.eos_token_id
         eos |= set(cfg_eos if isinstance(cfg_eos, (list, tuple)) else [cfg_eos])
         self.eos = {e for e in eos if e is not None}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos)
@@ -95,6 +97,9 @@ class Engine:
         # transformers >= 5.24 names the KV cache `cache` (`past_key_values` warns, and goes in
         # 5.40); older versions and test doubles take `past_key_values`
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
+
+    def close(self) -> None:
+        """Nothing held outside this process (a remote engine closes its client here)."""
 
     def preemptible(self, check) -> None:
         """On the calling thread, forwards are abandoned (preempt.Preempted) between layers while

@@ -49,8 +49,8 @@ class _Job:
     def __init__(self, stream):
         self.stream = stream
         self.request = stream.request
-        self.warm = getattr(stream, "warm_only", False)
-        self.ahead: _Ahead | None = getattr(stream, "ahead", None)   # a lookahead job
+        self.warm = stream.warm_only
+        self.ahead: _Ahead | None = stream.ahead   # a lookahead job
         d = self.request.deadline_s
         self.deadline = None if d is None else stream.submitted + d
         self.rows: list = []
@@ -82,7 +82,8 @@ class Records:
                           triggers, self.gen.lm.name, bool(job.gen and job.gen.monitor.enabled and job.request.context is not None),
                           o.rollbacks if o is not None else 0,
                           prompt_tokens=len(job.prompt.ids) if job.prompt is not None else 0,
-                          tokens_cached=getattr(job.prefill, "cached", 0) if job.prefill is not None else 0,
+                          tokens_cached=job.prefill.cached if job.prefill is not None else 0,
+                          truncated=job.prompt.truncated if job.prompt is not None else False,
                           timings=timings, stop=o.stop if o is not None else None,
                           drafted=o.drafted if o is not None else 0,
                           draft_accepted=o.draft_accepted if o is not None else 0)

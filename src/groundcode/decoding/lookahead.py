@@ -90,7 +90,7 @@ class Lookahead:
             a.spawned = True
         left = self.lookahead if a is None else a.left - 1
         if left <= 0 or job.warm or req.n != 1 or req.sampling.temperature > 0 or req.prompt_ids is not None \
-                or req.logit_bias or job.ctx is None or getattr(job.ctx, "kind", "") != "cursor":
+                or req.logit_bias or job.ctx is None or job.ctx.kind != "cursor":
             return
         from ..contract import Stream
         stream = Stream(req, 1)

@@ -20,6 +20,10 @@ class Preempted(Exception):
     """The forward under way was abandoned between two layers (idle work gave way)."""
 
 
+class _Local(threading.local):
+    check = None                  # per thread: abandon the forward when check() is true
+
+
 def _layers(model):
     inner = getattr(model, "model", None)
     layers = getattr(inner, "layers", None)
@@ -34,10 +38,10 @@ def install(model, engine) -> bool:
     layers = _layers(model)
     if not layers:
         return False
-    local = engine._preempt_local = threading.local()
+    local = engine._preempt_local = _Local()
 
     def hook(module, args):
-        check = getattr(local, "check", None)
+        check = local.check
         if check is not None and check():
             raise Preempted("idle work gave way to a request")
     for layer in layers:

@@ -100,7 +100,7 @@ class PromptBuilder:
         mode = self.config.fim
         if self.fim_tokens is None or mode == "off" or (mode == "auto" and self.fim_trained is False):
             return False
-        return mode == "on" or (getattr(ctx, "kind", "") == "cursor" and bool(ctx.after.strip()))
+        return mode == "on" or (ctx.kind == "cursor" and bool(ctx.after.strip()))
 
     def _enc(self, text: str) -> tuple[list[int], list | None]:
         if not text:
@@ -161,7 +161,7 @@ class PromptBuilder:
         budget = max(16, self.context_length - max_new_tokens - 1)
         if cfg.max_prompt_tokens > 0:
             budget = min(budget, max(16, cfg.max_prompt_tokens))
-        text = ctx.before + getattr(ctx, "lead", "")
+        text = ctx.before + ctx.lead
         prefix = text.rstrip() if cfg.heal else text
         if cfg.heal and prefix == text and text and _word_char(text[-1]):
             prefix = text[: self._last_token_start(text)].rstrip()   # never ending in a space either

@@ -147,7 +147,7 @@ class RemoteEngine:
         self.detok = Detokenizer(self.tokenizer)
         eos = {self.tokenizer.eos_token_id}
         vocab_ids = self.tokenizer.get_vocab()
-        eos |= {vocab_ids.get(t) for t in getattr(lm.template, "stop_tokens", ())}
+        eos |= {vocab_ids.get(t) for t in lm.template.stop_tokens}
         self.eos = {e for e in eos if e is not None}
         self.width = vocab.size
         self.auto = lm.constraint == "auto"   # fall back on a refusal: logit_bias ->
@@ -165,8 +165,7 @@ class RemoteEngine:
             if type(g).logits is not Guide.logits:
                 raise GroundcodeError(f"{type(g).__name__} reads the model's logits, which a remote "
                                       "server keeps: tool tokens need a local model")
-            if hasattr(g, "speculate") and hasattr(g, "horizon"):   # the dereference monitor
-                g.speculate = False       # tokens come a chunk at a time: wait, don't speculate
+            g.tokens_in_chunks()          # tokens come a chunk at a time (the monitor: wait, don't speculate)
         return Row(self, spec, sampling, index)
 
     def tokenize(self, text: str) -> list[int]:
@@ -440,7 +439,7 @@ class RemoteScheduler(Scheduler):
     def _generation(self, job, o, reason: str):
         g = super()._generation(job, o, reason)
         if o is not None:
-            g.remote_requests = getattr(job.rows[o.id[1]], "requests", 0)
+            g.remote_requests = job.rows[o.id[1]].requests
         else:
             g.remote_requests = 0
         return g

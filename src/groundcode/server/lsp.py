@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from enum import Enum
 
 from lsprotocol import types as T
 from pygls.exceptions import JsonRpcInvalidParams
@@ -42,8 +43,8 @@ COMMAND = "groundcode.grounded"
 
 
 def _encoding(ls: LanguageServer) -> str:
-    enc = getattr(ls.workspace, "position_encoding", None) or "utf-16"
-    return str(getattr(enc, "value", enc))
+    enc = ls.workspace.position_encoding or "utf-16"
+    return str(enc.value) if isinstance(enc, Enum) else str(enc)
 
 
 def _path(uri: str):

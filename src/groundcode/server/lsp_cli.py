@@ -49,7 +49,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
     from ..errors import GroundcodeError
     _quiet_libraries()
     try:
-        level = getattr(logging, log_level.upper(), None)
+        level = logging.getLevelNamesMapping().get(log_level.upper())
         if not isinstance(level, int):
             raise GroundcodeError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
         logging.basicConfig(level=level, format="groundcode-lsp %(levelname)s %(message)s")

@@ -144,8 +144,10 @@ class Completer:
         ws = self._ensure(path)
         if what == "close":
             ws.close(path)
+        elif what == "open":
+            ws.open(path, text)
         else:
-            getattr(ws, what)(path, text)
+            ws.change(path, text)
 
     def open(self, path, text: str) -> None:
         path = Path(path).resolve()
@@ -189,10 +191,7 @@ class Completer:
             try:
                 with self._lock:
                     ctx = self._ensure(path).cursor(path, 1, 0)
-                if hasattr(gen, "prewarm"):     # the generator's own (analyzer + mask kernel)
-                    gen.prewarm(ctx)
-                else:
-                    gen.analyzer_for(ctx).prewarm(ctx.splice(""))
+                gen.prewarm(ctx)               # the generator's own (analyzer + mask kernel)
             except Exception:      # a warm-up only: the request will say what is wrong
                 pass
         self._ready.add_done_callback(go)
@@ -256,7 +255,7 @@ class Completer:
         insert = lsp_text.shape(result.completion, result.finish_reason, cur[index:], chosen, head)
         m = re.search(r"[A-Za-z_0-9]*$", head)
         return Answer(insert, line, index, m.start(), cur, info, result.finish_reason, stop,
-                      dict(getattr(result, "timings", {}) or {}))
+                      dict(result.timings or {}))
 
     def close_all(self) -> None:
         with self._lock:

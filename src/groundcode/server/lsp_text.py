@@ -131,8 +131,8 @@ def grounded(gen) -> list[dict]:
     analyzer's mask made the model write (constrained) or let it keep, how many members it
     offered, and why a trigger failed open."""
     out = []
-    for t in getattr(gen, "triggers", ()) or ():
-        if getattr(t, "rolled_back", False) and not t.chosen:
+    for t in gen.triggers or ():
+        if t.rolled_back and not t.chosen:
             continue
         out.append({"receiver": t.receiver, "chosen": t.chosen, "candidates": t.candidates,
                     "constrained": bool(t.constrained), "failed_open": bool(t.failed_open),

@@ -100,8 +100,7 @@ class Service:
         self.gen = generator
         if opts.lookahead < 0:
             raise GroundcodeError(f"--lookahead must be >= 0, got {opts.lookahead}")
-        shared = getattr(self.gen, "_shared", None)
-        if shared is not None and "session" not in shared:     # an editor server's session
+        if not self.gen.has_session:                            # an editor server's session
             from ..session import Session
             Session(self.gen, lookahead=opts.lookahead)         # (becomes the generator's)
         self.session = self.gen.session        # shared with anything else using this generator
@@ -484,8 +483,7 @@ class Service:
 
     def analyzers(self) -> list[dict]:
         """The analyzers this server runs: name, root, and a language server's process id."""
-        return [{"name": getattr(p, "name", type(p).__name__), "root": str(key[0]), "pid": getattr(p, "pid", None)}
-                for key, a in list(self.gen._analyzers.items()) for p in (getattr(a, "analyzers", None) or [a])]
+        return [{"name": name, "root": str(root), "pid": pid} for name, root, pid in self.gen.running_analyzers()]
 
     def analyzer_pids(self) -> list[int]:
         """Worker processes of this server (the analyzers'), for /health and leak checks."""

@@ -28,24 +28,24 @@ def finish_reason(reason: str | None) -> str:
 def stop_reason(gen) -> str | None:
     """vLLM's `stop_reason`: the stop string that ended the text (None: end of text or the
     length limit), so a client can tell a stop string from the end of text."""
-    st = getattr(gen, "stop", None)
+    st = gen.stop
     if st is not None and st.reason == "stop_string" and isinstance(st.payload, str):
         return st.payload
     return None
 
 
 def trigger_json(t) -> dict:
-    return t.to_json() if hasattr(t, "to_json") else dict(t)
+    return dict(t) if isinstance(t, dict) else t.to_json()
 
 
 def final_triggers(gen, streamed) -> list:
     """The sample's trigger records: the Generation's (final: `chosen` filled in) when it has
     them, else those streamed as "trigger" updates."""
-    return list(getattr(gen, "triggers", None) or streamed or [])
+    return list(gen.triggers or streamed or [])
 
 
 def timings_json(gen) -> dict:
-    t = dict(getattr(gen, "timings", None) or {})     # a phase that did not happen: None
+    t = dict(gen.timings or {})     # a phase that did not happen: None
     return {k: round(float(v), 2) if isinstance(v, (int, float)) else v for k, v in t.items()}
 
 
@@ -64,7 +64,7 @@ def grounding(prep, gen=None, triggers=None) -> dict:
 
 def usage(gens) -> dict:
     gens = [g for g in gens if g is not None]
-    p = int(getattr(gens[0], "prompt_tokens", 0) or 0) if gens else 0
+    p = int(gens[0].prompt_tokens or 0) if gens else 0
     c = sum(int(g.tokens) for g in gens)
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
@@ -91,9 +91,8 @@ def openai_chunk(rid: str, created: int, model: str, index: int, text: str,
 
 
 def _infill_timings(gen) -> dict:
-    t = getattr(gen, "timings", None) or {}
-    prompt_n = max(0, int(getattr(gen, "prompt_tokens", 0) or 0)
-                   - int(getattr(gen, "tokens_cached", 0) or 0))
+    t = gen.timings or {}
+    prompt_n = max(0, int(gen.prompt_tokens or 0) - int(gen.tokens_cached or 0))
     prompt_ms = float(t.get("prefill_ms") or 0.0)
     predicted_n = int(gen.tokens)
     predicted_ms = float(t.get("decode_ms") or 0.0)
@@ -129,10 +128,10 @@ def infill_answer(gen, prep, model: str, triggers=None) -> dict:
     d = {"content": gen.completion, "stop": True, "model": model,
          "stop_type": {"length": "limit", "deadline": "deadline"}.get(gen.finish_reason, "eos"),
          "tokens_predicted": int(gen.tokens),
-         "tokens_evaluated": int(getattr(gen, "prompt_tokens", 0) or 0),
+         "tokens_evaluated": int(gen.prompt_tokens or 0),
          "timings": _infill_timings(gen),
-         "tokens_cached": int(getattr(gen, "tokens_cached", 0) or 0),
-         "truncated": bool(getattr(gen, "truncated", False)),
+         "tokens_cached": int(gen.tokens_cached or 0),
+         "truncated": bool(gen.truncated),
          "groundcode": grounding(prep, gen, triggers)}
     return pick_fields(d, prep.response_fields)
 
@@ -150,10 +149,10 @@ def code_answer(gen, triggers, prep, model: str) -> dict:
     d = {"completion": gen.completion, "finish_reason": gen.finish_reason,
          "triggers": [trigger_json(t) for t in final_triggers(gen, triggers)],
          "timings": timings_json(gen), "tokens": int(gen.tokens),
-         "prompt_tokens": int(getattr(gen, "prompt_tokens", 0) or 0),
-         "tokens_cached": int(getattr(gen, "tokens_cached", 0) or 0),
+         "prompt_tokens": int(gen.prompt_tokens or 0),
+         "tokens_cached": int(gen.tokens_cached or 0),
          "path": prep.path, "grounded": True, "model": model}
-    if getattr(gen, "remote_requests", None) is not None:    # a server in front of another one
+    if gen.remote_requests is not None:    # a server in front of another one
         d["remote_requests"] = int(gen.remote_requests)
     return d
 

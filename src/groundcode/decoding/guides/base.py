@@ -80,7 +80,8 @@ class Stop:
 class RowView:
     """What guides may read about one row. The engine owns and updates it."""
     index: int
-    context: object                     # api.CodeContext (path, repo, before, after, scope, ...)
+    context: object                     # api.CodeContext (path, repo, before, after, scope, ...);
+                                        # None becomes context.PLAIN (a plain prompt)
     vocab: object                       # decoding.vocab.VocabIndex
     tokens: list[int] = field(default_factory=list)
     text: str = ""                      # concatenated token texts of `tokens`
@@ -90,6 +91,11 @@ class RowView:
     cancelled: object = None            # set()/is_set() (a threading.Event, or the scheduler's
                                         # one that also reads the request's deadline): analysis
                                         # waits end at once when it is set
+
+    def __post_init__(self):
+        if self.context is None:            # a plain prompt: the empty context, never None
+            from ...context import PLAIN
+            self.context = PLAIN
 
     def force(self, ids) -> None:
         """Queue tokens to be accepted next without sampling (guides still advance on them)."""
@@ -177,6 +183,10 @@ class Guide:
 
     def restore(self, row: RowView, snap: object) -> None:
         """Back to a snapshot; `row` is already cut back to the snapshot's length."""
+
+    def tokens_in_chunks(self) -> None:
+        """The host's tokens arrive a chunk at a time (a remote server): a guide that would
+        speculate ahead of its answers waits for them instead."""
 
     def rolled_back(self, row: RowView, proposal: Rollback) -> None:
         """This guide's proposal won: the row was cut and every guide restored; set the state to

@@ -14,7 +14,7 @@ class BodyEnd(Guide):
         self.max_indent = max_indent        # stop at a line whose indentation is <= this
 
     def reset(self, row: RowView) -> None:
-        self._lexer = Lexer(getattr(row.context, "lex_prefix", ""))
+        self._lexer = Lexer(row.context.lex_prefix)
         self._newline = token_flags(row.vocab)[1]
         self._has_content = False      # the current line already has a non-blank character
         self._cut: int | None = None
@@ -24,13 +24,13 @@ class BodyEnd(Guide):
 
     def restore(self, row: RowView, snap: tuple) -> None:
         self._has_content, self._cut = snap
-        self._lexer.rewind(len(getattr(row.context, "lex_prefix", "")) + len(row.text))
+        self._lexer.rewind(len(row.context.lex_prefix) + len(row.text))
 
     def final_upto(self, row: RowView) -> int:
         if self._has_content:
             return len(row.text)
         start = row.text.rfind("\n") + 1
-        if start == 0 and not getattr(row.context, "starts_at_line", True):
+        if start == 0 and not row.context.starts_at_line:
             return len(row.text)
         return start
 
@@ -46,12 +46,12 @@ class BodyEnd(Guide):
     def _judge(self, row: RowView) -> int | None:
         text = row.text
         start = text.rfind("\n") + 1
-        if start == 0 and not getattr(row.context, "starts_at_line", True):
+        if start == 0 and not row.context.starts_at_line:
             self._has_content = True   # still on the cursor's own line
             return None
         if not text[start:].strip(" \t"):
             self._has_content = False
             return None
         self._has_content = True
-        prefix = getattr(row.context, "lex_prefix", "")
+        prefix = row.context.lex_prefix
         return start if ends_block(self._lexer, prefix, text, start, self.max_indent) else None

@@ -105,9 +105,9 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         ctx = row.context
         self.ctx = ctx
         self._dot, self._newline = token_flags(row.vocab)
-        self.prefix = getattr(ctx, "lex_prefix", "")
+        self.prefix = ctx.lex_prefix
         self.lexer = Lexer(self.prefix)
-        before, after = getattr(ctx, "before", ""), getattr(ctx, "after", "")
+        before, after = ctx.before, ctx.after
         # the file outside the function being written (its class's other methods included):
         # unchanged by edits inside the function, changed by a method written elsewhere
         self.version = ctx.outside_version()
@@ -122,7 +122,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             self._class_read = re.sub(r"\.\w*$", ".", before[cls_off:]) + tail
         self._vocab = self._vocab_names = None
         self._buffer = ""
-        if self.vocabulary and getattr(ctx, "repo", None) is not None:
+        if self.vocabulary and ctx.repo is not None:
             from ...analysis.vocabulary import buffer_of, project_vocabulary
             self._vocab = project_vocabulary(ctx.repo)
             self._buffer = buffer_of(ctx)         # the file as the row has it (not its disk copy)
@@ -174,6 +174,9 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
                 self.spec_typed, self.spec_done, self.record, self.checkpoint, self.dot_tokens,
                 self.name_end, self.free_ok, self.rollback_need, self._extra_names, self.late)
 
+    def tokens_in_chunks(self) -> None:
+        self.speculate = False     # an answer would always be past the horizon: wait for it
+
     def snapshot(self) -> tuple:
         s = self._snap_cache
         if s is None:
@@ -211,7 +214,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         full = self.prefix[: len(self.prefix) - self._hold] + upto_dot
         receiver = receiver_before(full, len(full) - 1)
         root = ident_run(receiver)
-        rec = TriggerRecord(receiver=receiver, candidates=0, analyzer=getattr(self.analyzer, "name", ""))
+        rec = TriggerRecord(receiver=receiver, candidates=0, analyzer=self.analyzer.name)
         row.triggers.append(rec)
         self.ticket, self.nar = None, None
         guess = self._guessed(root, upto_dot)

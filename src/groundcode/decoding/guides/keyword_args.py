@@ -74,7 +74,7 @@ class KeywordArgMonitor(Guide):
     # -- lifecycle ----------------------------------------------------------------------------
     def reset(self, row: RowView) -> None:
         self.ctx = row.context
-        self.prefix = getattr(self.ctx, "lex_prefix", "")
+        self.prefix = self.ctx.lex_prefix
         self.lexer = Lexer(self.prefix)
         self.state = WAIT
         self.sig = None

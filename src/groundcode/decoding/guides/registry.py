@@ -86,7 +86,7 @@ def _heal(s: GuideSpec):
 @register("body_end")
 def _body_end(s: GuideSpec):
     from .body_end import BodyEnd
-    ind = getattr(s.row_ctx, "stop_indent", None)
+    ind = s.row_ctx.stop_indent if s.row_ctx is not None else None
     return BodyEnd(ind) if ind is not None else None
 
 

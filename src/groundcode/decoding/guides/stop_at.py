@@ -23,7 +23,7 @@ class StopAt(Guide):
         self.kind = kind
 
     def reset(self, row: RowView) -> None:
-        self._prefix = getattr(row.context, "lex_prefix", "")
+        self._prefix = row.context.lex_prefix
         self._lexer = Lexer(self._prefix)
         self._start = self._lexer.line_start()
         self._newline = token_flags(row.vocab)[1]

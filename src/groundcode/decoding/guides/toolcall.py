@@ -88,7 +88,7 @@ class ToolCallGuide(Guide):
         self.nar: Narrowing | None = None
         self.record: TriggerRecord | None = None
         self.ban = False                   # <COMP> banned for the next step (after a failed call)
-        self.lexer = Lexer(getattr(self.ctx, "lex_prefix", ""))
+        self.lexer = Lexer(self.ctx.lex_prefix)
 
     def snapshot(self) -> tuple:
         nar = self.nar
@@ -98,7 +98,7 @@ class ToolCallGuide(Guide):
         self.state, self.nar, ns, self.record, self.ban = snap
         if self.nar is not None:
             self.nar.restore(ns)
-        self.lexer.rewind(len(getattr(self.ctx, "lex_prefix", "")) + len(row.text))
+        self.lexer.rewind(len(self.ctx.lex_prefix) + len(row.text))
 
     # -- the engine's hooks -------------------------------------------------------------------
     def logits(self, row: RowView, scores) -> None:
@@ -124,7 +124,7 @@ class ToolCallGuide(Guide):
         if m is None or self._keyword_start(top[m.end(1):]):
             return
         lead = m.group(1)
-        text = getattr(self.ctx, "lex_prefix", "") + row.text + lead
+        text = self.ctx.lex_prefix + row.text + lead
         ok = self.lexer.dot_is_code(text, len(text) - 1) if lead.endswith(".") else self._at_name_start(text)
         if ok:
             self._trigger(row, ENTROPY_RECEIVER, lead)
@@ -175,7 +175,7 @@ class ToolCallGuide(Guide):
         rec = TriggerRecord(receiver=receiver, candidates=0)
         row.triggers.append(rec)
         self.record = rec
-        key = ("tool", getattr(self.ctx, "version", ""), hashlib.blake2s(
+        key = ("tool", self.ctx.version, hashlib.blake2s(
             sp.code.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest(), sp.line, sp.column)
         query = NamesQuery(sp, key, receiver)
         ticket = self.analyzer.ask(query)

@@ -26,6 +26,7 @@ class Lead:
         self._split: tuple[dict, dict] | None = None
         self._by_rest: dict[str, list[int]] | None = None
         self._sorted_rests: list[str] | None = None
+        self._max_rest: int | None = None
         self._empty_bits: np.ndarray | None = None
         if empty_mask is None:
             empty_mask = np.zeros(size, dtype=bool)
@@ -86,6 +87,6 @@ class Lead:
 
     @property
     def max_rest(self) -> int:
-        if not hasattr(self, "_max_rest"):
+        if self._max_rest is None:
             self._max_rest = max(map(len, self.by_rest), default=0)
         return self._max_rest

@@ -30,7 +30,8 @@ class Trie:
     FIELDS = ("hot", "cold", "ident_ids", "ends_ids")
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {f"trie_{k}": getattr(self, k) for k in self.FIELDS}
+        return {"trie_hot": self.hot, "trie_cold": self.cold, "trie_ident_ids": self.ident_ids,
+                "trie_ends_ids": self.ends_ids}
 
     @classmethod
     def from_arrays(cls, arrays) -> "Trie":
