@@ -48,6 +48,8 @@ tests/test_drafts.py.
 """
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from ..config import SamplingConfig
@@ -285,7 +287,10 @@ class Decoding:
         self.engine, self.specs, self.sampling, self.drafter = engine, specs, sampling, drafter
         self.outputs: list[RowOutput] = []
         self.prefilled_rows = 0          # distinct prompts prefilled
-        self._cancelled: set = set()
+        self.rows = [engine.row(s, sampling, i) for i, s in enumerate(specs)]
+        for r in self.rows:              # cancel is the row's event, as for a session's rows
+            if r.view.cancelled is None:
+                r.view.cancelled = threading.Event()
         self._events = self._loop()
 
     def __iter__(self):
@@ -295,12 +300,14 @@ class Decoding:
         return next(self._events)
 
     def cancel(self, row_id) -> None:
-        self._cancelled.add(row_id)
+        """End that row at the next step (its analysis waits end at once)."""
+        for r in self.rows:
+            if r.id == row_id:
+                r.view.cancelled.set()
 
     @torch.inference_mode()
     def _loop(self):
-        eng = self.engine
-        rows = [eng.row(s, self.sampling, i) for i, s in enumerate(self.specs)]
+        eng, rows = self.engine, self.rows
         batch = Batch(eng, self.drafter)
         groups: dict[tuple, list[Row]] = {}
         for r in rows:
@@ -311,7 +318,7 @@ class Decoding:
         self.prefilled_rows = len(groups)
         while batch.rows:
             for r in batch.rows:
-                if r.live and r.id in self._cancelled:
+                if r.live and r.view.cancelled.is_set():
                     yield batch.cancel(r)
             yield from batch.step()
             batch.evict()
