@@ -80,13 +80,17 @@ def test_a_row_admitted_while_another_decodes_gives_the_same_greedy_text(tiny_lm
     with _gen(tiny_lm, counting) as gen:
         sess = Session(gen, prefix_cache_bytes=0)
         alone = sess.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=20))).result(60)[0]
-        # sampled: the tiny model's greedy `rnrnrn…` is ended by the repetition stop at once
-        long = sess.submit(Request(prompt_text=PROMPTS[0], sampling=SamplingConfig(
-            max_new_tokens=60, temperature=1.0, seed=3)))
+        # token ids and sampling: no guide ends it early (the tiny model's greedy `rnrnrn…`
+        # meets the repetition stop at once), and it runs long enough for the late request's
+        # preparation (off the scheduler thread) to end while it still decodes
+        ids = tiny_lm.tokenizer(PROMPTS[0])["input_ids"]
+        long = sess.submit(Request(prompt_ids=ids, sampling=SamplingConfig(
+            max_new_tokens=900, temperature=1.0, seed=3), logit_bias=((tiny_lm.tokenizer.eos_token_id, -100.0),)))
         next(u for u in long if u.kind == "text")       # it is decoding now
         counting.batches.clear()
         late = sess.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=20)))
         joined = late.result(60)[0]
+        long.cancel()
         long.result(60)
         sess.close()
     assert joined.completion == alone.completion
@@ -396,3 +400,37 @@ def test_a_deadline_ends_a_row_that_waits_on_analysis(tiny_lm, shop_repo):
             from dataclasses import replace
             g = sess.submit(replace(req, deadline_s=1.0)).result(10)[0]
             assert _t.perf_counter() - t0 < 3.0, g         # not the analyzer's 30 s
+
+
+def test_a_slow_preparation_does_not_stall_the_running_rows(tiny_lm):
+    """Issue 29: preparing a request (its prompt's context blocks here: retrieval or the IDE's
+    declarations read from disk) ran on the scheduler thread, so every running row stopped
+    meanwhile. It runs off that thread now: a row decoding while another request's preparation
+    takes 1.5 s keeps streaming, and the slow request still gets its answer."""
+    import threading
+    import time as _t
+    gen = _gen(tiny_lm)
+    preparing = threading.Event()
+
+    def slow_source(ctx):                      # a retrieval source that takes its time
+        if "SLOW" in ctx.before:
+            preparing.set()
+            _t.sleep(1.5)
+        return []
+    gen.block_sources.append(slow_source)
+    with gen, Session(gen) as sess:
+        ids = tiny_lm.tokenizer(PROMPTS[0])["input_ids"]     # token ids: no guide ends it early
+        running = sess.submit(Request(prompt_ids=ids, sampling=SamplingConfig(max_new_tokens=400)))
+        it = iter(running)
+        next(it)                                # the first update: the row is decoding
+        slow = sess.submit(_plain("# SLOW\ndef f():\n    return", n=4))
+        assert preparing.wait(10)
+        t0, seen = _t.perf_counter(), 0
+        for u in it:                            # updates of the running row during that 1.5 s
+            if u.kind == "text":
+                seen += 1
+            if _t.perf_counter() - t0 > 1.0 or u.kind == "done":
+                break
+        assert seen >= 3, seen                  # it decoded on (before: nothing for 1.5 s)
+        assert slow.result(30)[0].tokens > 0
+        running.cancel()

@@ -55,6 +55,7 @@ class _Job:
         self.deadline = None if d is None else stream.submitted + d
         self.rows: list = []
         self.prefill: Prefill | None = None
+        self.prep = None                      # the preparation's future (prepare.py)
         self.gen = self.ctx = self.row_ctx = self.prompt = None
         self.final_text: list[str] = []       # per sample: the row's final text
         self.emitted: list[str] = []          # per sample: completion text streamed

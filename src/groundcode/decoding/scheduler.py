@@ -1,10 +1,12 @@
 """The session's scheduler: one thread owns the model and runs one loop over a running batch.
 
 Each turn of the loop:
-  1. intake    new requests from the queue (blocks only when there is nothing to do)
+  1. intake    new requests from the queue (blocks only when there is nothing to do); each
+               one's preparation starts on the preparation thread (prepare.py: prompt, context
+               blocks, prewarm, guides, rows), so a large request never stops the running rows
   2. sweep     cancelled requests and passed deadlines end at once (waiting, prefilling or
                decoding: their rows leave the batch in this turn)
-  3. admit     the next waiting request is prepared (prompt, guides by name) and prefilled, one
+  3. admit     the next waiting request, once prepared, is prefilled, one
                chunk per turn while other rows decode (all at once when the batch is empty);
                its rows then join the running batch (engine.Batch.add: left-padded merge of
                the KV cache); prompts reuse the prefix cache
@@ -39,9 +41,10 @@ from collections import deque
 
 from ..errors import GroundcodeError
 from .drafts import Drafter, Suggestions
-from .engine import PREFILL_CHUNK, Batch, Prefill, RowSpec
+from .engine import PREFILL_CHUNK, Batch, Prefill
 from .preempt import Preempted
 from .prefix_cache import PrefixCache
+from .prepare import Preparer
 from .jobs import Records, _Ahead, _Ended, _Job, _one_line  # noqa: F401
 from .lookahead import BUSY_SHARE, Lookahead, _machine_busy  # noqa: F401
 
@@ -66,6 +69,9 @@ _TRIM = None
 # every live scheduler of the process (lookahead runs only while all of them are idle)
 log = logging.getLogger("groundcode.session")
 MAX_FAILED_TURNS = 5        # turns failing in a row before the session is declared dead
+
+
+_WAKE = object()            # a queue item that only wakes the loop (a preparation is done)
 
 
 class SessionDead(GroundcodeError):
@@ -103,11 +109,15 @@ class Scheduler(Lookahead, Records):
         self._closing = False
         self.dead: str | None = None          # why the loop stopped for good (None: serving)
         self.recovered = 0                    # turns that failed and were recovered from
-        self._builders: dict = {}
+        self._preparer = Preparer(generator, self.engine)   # prompts and rows, off this thread
         self._thread = threading.Thread(target=self._run, name="groundcode-scheduler", daemon=True)
         self._thread.start()
         with _ALL_LOCK:
             _ALL.add(self)
+
+    def _wake(self) -> None:
+        """A preparation is done (any thread): the loop looks at its queue again."""
+        self._q.put(_WAKE)
 
     # -- the back end (decoding/remote.py overrides these) ----------------------------------------
     def _new_batch(self):
@@ -148,6 +158,7 @@ class Scheduler(Lookahead, Records):
         with _ALL_LOCK:
             _ALL.discard(self)
         self._closing = True
+        self._preparer.close()
         self._q.put(None)
         self._thread.join(timeout=60)
 
@@ -202,15 +213,21 @@ class Scheduler(Lookahead, Records):
 
     def _turn(self) -> bool:
         # -- 1. intake ----------------------------------------------------------------------------
-        idle = not self.batch.rows and not self._waiting and self._prefilling is None and not self._ahead
+        # nothing to do but wait: no rows, no prefill, no lookahead, and no request whose
+        # preparation is done (its end puts _WAKE in the queue)
+        idle = not self.batch.rows and self._prefilling is None and not self._ahead \
+            and not (self._waiting and self._waiting[0].prep.done())
         arrived = False
         try:
             item = self._q.get(block=idle)
             while True:
                 if item is None:
                     return False
-                self._waiting.append(_Job(item))
-                arrived = True
+                if item is not _WAKE:
+                    job = _Job(item)
+                    self._waiting.append(job)
+                    self._preparer.start(job, self._wake)
+                    arrived = True
                 item = self._q.get_nowait()
         except queue.Empty:
             pass
@@ -283,7 +300,10 @@ class Scheduler(Lookahead, Records):
                     self._ahead_live = [j for j in self._ahead_live if not j.stream.closed] + [nxt]
                     self.ahead_counts["started"] += 1
                     self._waiting.append(nxt)
+                    self._preparer.start(nxt, self._wake)
                 nxt = self._waiting[0]
+                if not nxt.prep.done():
+                    return                            # still being prepared: decode on
                 if self.batch.rows and len(self.batch.rows) + (0 if nxt.warm else nxt.request.n) > self.max_rows:
                     return                            # no room: wait for rows to leave
                 job = self._waiting.popleft()
@@ -316,75 +336,25 @@ class Scheduler(Lookahead, Records):
                     self._joined(job)
                     break
 
-    def _builder(self, config):
-        key = repr(config)
-        b = self._builders.get(key)
-        if b is None:
-            b = self._builders[key] = self.gen.prompt_builder(config)
-        return b
-
     def _prepare(self, job: _Job) -> bool:
-        """Prompt and rows of a request; False (its stream ended with an error) when that fails."""
+        """On the scheduler thread, once the preparation is done (prepare.py): the rows' drafts
+        (the scheduler's last suggestions), their cancel, the prefill (the prefix cache); False
+        (its stream ended with the error) when the preparation failed."""
         from dataclasses import replace
-
-        from ..context import CodeContext
-        from .guides.another_start import AnotherStart
-        from .guides.logit_bias import LogitBias
-        from .guides.registry import GuideSpec, build, default_names
-        from .guides.stop_strings import StopStrings
-        req = job.request
         job.t_admit = time.perf_counter()
         try:
-            gen = job.gen = self.gen.view(req.monitor, req.tools)
-            from ..analysis.wait import WaitPolicy
-            gen.waits = WaitPolicy()          # this request's own window: another request's
-                                              # stalled repository never cuts its waits short
-            pconf = req.prompt or gen.prompts.config
-            grounded = req.context is not None
-            raw = req.prompt_ids is not None      # token ids: the model as is (a remote back end)
-            if grounded:
-                ctx = req.context
-            else:
-                ctx = CodeContext(path="<prompt>", repo=".", before=req.prompt_text or "",
-                                  after=req.suffix_text or "", scope="<prompt>", kind="cursor")
-                pconf = replace(pconf, fim="on" if req.suffix_text is not None else "off")
-            if raw:
-                from .prompt import Prompt
-                prompt = Prompt(ids=list(req.prompt_ids))
-            else:
-                builder = self._builder(pconf)
-                # declarations need a file (a grounded context); retrieval works on any text
-                every = gen.context_blocks(ctx, pconf if grounded else replace(pconf, declarations=False),
-                                           req.blocks)
-                prompt = builder.build(ctx, req.sampling.max_new_tokens, every)
-            row_ctx = ctx.continued(prompt.owed)
-            names = req.guides if req.guides is not None else (
-                default_names(gen.monitor, gen.tools) if grounded else ())
-            if grounded and set(names) & {"dereference", "keywords", "toolcall"}:
-                gen.prewarm(row_ctx)          # what the rows' guides will see
-            job.ctx, job.row_ctx, job.prompt = ctx, row_ctx, prompt
-            n = 1 if job.warm else req.n
-            for j in range(n):
-                if job.warm:
-                    guides = []
-                elif raw:       # no healing, block ends or repetition stops: the stop strings only
-                    guides = [StopStrings(req.stop)] if any(req.stop) else []
-                else:
-                    guides = build(names, GuideSpec(gen, row_ctx, prompt, req.sampling,
-                                                    tuple(req.stop), grounded))
-                if req.logit_bias and not job.warm:
-                    guides.insert(0, LogitBias(req.logit_bias))
-                if job.ahead is not None:
-                    guides.insert(0, AnotherStart(len(prompt.owed), job.ahead.chars))
-                draft = self.suggestions.reference(row_ctx, prompt.owed) if self.drafter is not None else None
-                spec = RowSpec(prompt.ids, row_ctx, guides, req.sampling.seed + j, id=(job, j),
-                               stop_ids=prompt.stop_ids, draft=draft)
-                r = self.engine.row(spec, req.sampling, len(self.batch.rows) + j)
+            job.prep.result()                     # the preparation's own error, if any
+            if job.prompt is None:                # cancelled before it was prepared
+                self._end_unstarted(job, "cancelled")
+                return False
+            for r in job.rows:
+                if self.drafter is not None:
+                    r.spec = replace(r.spec, draft=self.suggestions.reference(job.row_ctx, job.prompt.owed))
                 r.view.cancelled = _Ended(job.stream.cancelled, job.deadline)   # ends analysis waits
                 r.job = job
-                job.rows.append(r)
+            n = len(job.rows)
             job.final_text, job.emitted, job.left = [""] * n, [""] * n, n
-            job.prefill = self._new_prefill(prompt.ids)
+            job.prefill = self._new_prefill(job.prompt.ids)
             return True
         except Exception as exc:
             self._error(job, exc)
