@@ -82,6 +82,7 @@ class RecordingAnalyzer:
 
     def __init__(self, inner):
         self.inner = inner
+        self.name, self.pid = inner.name, inner.pid
         self.answers: list[list] = []
 
     def ask(self, query):
