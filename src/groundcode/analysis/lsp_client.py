@@ -41,7 +41,8 @@ class ServerHung(RuntimeError):
 
 
 def _ignored(params) -> None:
-    """A server's log lines and progress: not needed here (pygls would print each one)."""
+    """A server's log lines and progress, its capability registrations: not needed here
+    (pygls would print each one, or answer "unknown method")."""
     return None
 
 
@@ -180,7 +181,8 @@ class LspAnalyzer:
         def _diagnostics(params):            # not asked for, not needed: ignored quietly
             return None
 
-        for method in (T.WINDOW_LOG_MESSAGE, T.WINDOW_SHOW_MESSAGE, T.PROGRESS):
+        for method in (T.WINDOW_LOG_MESSAGE, T.WINDOW_SHOW_MESSAGE, T.PROGRESS,    # notifications,
+                       T.CLIENT_REGISTER_CAPABILITY, T.WINDOW_WORK_DONE_PROGRESS_CREATE):  # requests: ok
             c.feature(method)(_ignored)
 
         @c.feature(T.WORKSPACE_CONFIGURATION)
