@@ -75,6 +75,20 @@ def test_the_environment_an_analyzer_may_run(hostile):
     assert trust.remove(hostile) and not trust.trusted(hostile)
 
 
+def test_the_search_paths_a_language_server_reads(hostile, tmp_path):
+    """A language server runs nothing: it reads the repository venv's site-packages (trusted or
+    not), or the named interpreter's environment (`--python`: a venv or its bin/python)."""
+    venv_site = trust.environment(hostile).site_paths
+    assert trust.search_paths(hostile) == venv_site
+    import subprocess
+    other = tmp_path / "other-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True)
+    want = trust.site_packages(other)
+    assert want and trust.search_paths(hostile, other) == want
+    assert trust.search_paths(hostile, other / "bin" / "python") == want
+    assert trust.search_paths(tmp_path / "no-repo") == ()
+
+
 def test_a_broken_trusted_list_is_an_error_not_an_empty_list(hostile):
     from groundcode.errors import GroundcodeError
     f = trust.config_dir() / "trusted.json"

@@ -140,8 +140,9 @@ class Generator:
         if a is None:
             if m.analyzer != "jedi":          # a language server (reads files, runs nothing)
                 from .analysis.lsp_client import LspAnalyzer
+                from .trust import search_paths
                 a = LspAnalyzer(root, m.analyzer, deadline_s=m.deadline_s, hide_private=m.hide_private,
-                                hide_dunder=m.hide_dunder)
+                                hide_dunder=m.hide_dunder, paths=search_paths(root, python))
             else:
                 from .analysis.jedi_client import JediAnalyzer
                 a = JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,

@@ -115,6 +115,18 @@ def site_packages(venv: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
+def search_paths(repo: str | Path | None, python: str | Path | None = None) -> tuple[str, ...]:
+    """The library directories a language server reads as files (it runs nothing, trusted or
+    not): the named interpreter's environment (a venv directory, or the one a `bin/python` is
+    in) if one is named, else the repository's venv."""
+    if python:
+        p = Path(python).expanduser()
+        venv = p if p.is_dir() else p.parent.parent
+        return site_packages(venv)
+    venv = find_venv(repo)
+    return site_packages(venv) if venv is not None else ()
+
+
 def environment(repo: str | Path | None, python: str | Path | None = None,
                 trust: bool = False) -> Environment:
     """What the analyzer of `repo` may run and read (see the module docstring)."""

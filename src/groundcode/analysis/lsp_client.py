@@ -49,15 +49,15 @@ def _ignored(params) -> None:
 class LspAnalyzer:
     def __init__(self, repo, server: str = "ty", deadline_s: float = 2.0, cold_deadline_s: float = 10.0,
                  hide_private: bool = False, hide_dunder: bool = True, cache_size: int = 4096,
-                 command: list[str] | None = None, restart_backoff_s: float = 1.0, hang_s: float = 30.0):
+                 command: list[str] | None = None, restart_backoff_s: float = 1.0, hang_s: float = 30.0,
+                 paths=None):
         from . import lsp_servers
         self.repo = Path(repo).resolve()
         self.server = self.name = server
         self.cmd = list(command) if command else lsp_servers.command(server)   # missing: an error now
         known = server in lsp_servers.SERVERS and not command
-        from ..trust import find_venv, site_packages
-        venv = find_venv(self.repo)                # its site-packages: search paths read as files
-        self.paths = tuple(str(p) for p in site_packages(venv)) if venv else ()
+        from ..trust import search_paths           # library directories, read as files (a named
+        self.paths = tuple(paths) if paths is not None else search_paths(self.repo)   # interpreter's, or the venv's)
         self._env = lsp_servers.environment(server) if known else None
         self._init_options = lsp_servers.init_options(server, self.paths) if known else None
         self._incremental = False                 # the server takes ranged didChange events
