@@ -116,3 +116,76 @@ def test_token_prompt_and_stop_reason(remote):
         assert cut["finish_reason"] == "stop" and cut["stop_reason"] == "."
     else:
         assert cut["text"] == long["text"] and cut["stop_reason"] is None
+
+
+class _LateTicket:
+    def __init__(self, at: float, answer):
+        self.at, self.answer = at, answer
+
+    def result(self, timeout=0):
+        import time
+        left = self.at - time.perf_counter()
+        if left > 0:
+            if not timeout:
+                return None
+            time.sleep(min(left, timeout))
+            if self.at > time.perf_counter():
+                return None
+        return self.answer
+
+
+class _Late:
+    """Members of Cart, answered `delay` seconds after each question (a cold analyzer)."""
+    name, pid = "late", None
+
+    def __init__(self, delay: float):
+        self.delay, self.asked = delay, 0
+
+    def ask(self, query):
+        import time
+
+        from groundcode.analysis.base import Analysis, Answered, MembersQuery, SignatureAnswer
+        if not isinstance(query, MembersQuery):
+            return Answered(SignatureAnswer(None) if not hasattr(query, "key") else None)
+        if query.prefetch:
+            return Answered(None)
+        self.asked += 1
+        return _LateTicket(time.perf_counter() + self.delay,
+                           Analysis(query.receiver, frozenset(CART_MEMBERS), 1.0, False, None))
+
+    def prewarm(self, at):
+        pass
+
+    def deadline(self):
+        return 8.0
+
+    def close(self):
+        pass
+
+
+def test_a_row_held_for_its_answer_lets_the_others_go_on(remote, shop_repo):
+    """Issue 29: on a remote model a trigger whose answer was still running blocked the batch (a
+    wait on the loop's thread). Now that row is held — it takes no token and sends no request —
+    while the others go on: a plain request submitted after a grounded one whose answer takes
+    3 s ends first, and the grounded one is still constrained once its answer lands."""
+    import time
+
+    from groundcode.api import Generator
+    from groundcode.config import MonitorConfig, SamplingConfig
+    from groundcode.context import cursor_context
+    from groundcode.session import Request
+    late = _Late(3.0)
+    with Generator(remote, tokenizer="tiny", monitor=MonitorConfig(enabled=True)) as gen:
+        gen.set_analyzer(shop_repo, late)
+        ctx = cursor_context(shop_repo / "shop" / "cart.py", 11, 13, shop_repo)   # `self.|`
+        t0 = time.perf_counter()
+        grounded = gen.session.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=6)))
+        plain = gen.session.submit(Request(prompt_text="def f(x):\n    return", sampling=SamplingConfig(max_new_tokens=4)))
+        plain.result(30)
+        t_plain = time.perf_counter() - t0
+        g = grounded.result(30)[0]
+        t_grounded = time.perf_counter() - t0
+    first = g.triggers[0]
+    assert late.asked >= 1 and first.receiver == "self"
+    assert first.chosen in CART_MEMBERS and not first.failed_open, first
+    assert t_plain < 2.5 <= 3.0 <= t_grounded, (t_plain, t_grounded)

@@ -30,8 +30,11 @@ then needs no probe; for the others the probe's empty answer is the end of text.
 (a string, a comment, `1.5`) is accepted and the row goes on.
 
 Host facts the guides are built for: the server's tokens arrive a chunk at a time, so the
-dereference monitor does not speculate (an answer would always be past its horizon: it waits
-for the analyzer, up to its deadline). It verifies first, as on the local engine: a name the
+dereference monitor does not speculate (an answer would always be past its horizon): at a
+trigger whose answer is still running the row is *held* (`Guide.holding`: it takes no token and
+sends no request) until the answer lands or the analyzer's deadline passes, while the batch's
+other rows go on; a merged-dot token (`.append`) waits for its answer before it is taken, as
+before. It verifies first, as on the local engine: a name the
 model writes right costs no request beyond its chunk; a token that does not fit costs one
 constrained step (the same steered mask as a local resample). Guides that read logits (tool
 tokens) cannot run here: the server keeps them.
@@ -49,6 +52,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -286,6 +290,7 @@ class RemoteBatch:
     def __init__(self, engine, drafter=None):
         self.engine = engine
         self.rows: list[Row] = []
+        self._held = False                 # a row was held this step (guides' `holding`)
         self.rowstep = RowStep(engine, self._drop_proposal)
 
     def __len__(self) -> int:
@@ -316,6 +321,7 @@ class RemoteBatch:
     def step(self) -> list:
         events: list = []
         moved = False
+        self._held = False
         rs = self.rowstep
         for r in self.rows:
             if not r.live:
@@ -328,10 +334,12 @@ class RemoteBatch:
                 rs.fail(r, exc)
                 events.append(rs.finished(r))
                 moved = True
-        if not moved:                          # every row waits on the network
+        if not moved:                          # every row waits on the network or on analysis
             busy = [r.future for r in self.rows if r.live and r.future is not None]
             if busy:
-                wait(busy, timeout=0.05, return_when=FIRST_COMPLETED)
+                wait(busy, timeout=0.005 if self._held else 0.05, return_when=FIRST_COMPLETED)
+            elif self._held:
+                time.sleep(0.002)              # held rows only: their answers are polled
         return events
 
     def _advance(self, r: Row, events: list) -> bool:
@@ -363,6 +371,9 @@ class RemoteBatch:
         # -- 1. masks, 2. the proposal, 3. verify, 4. accept ------------------------------------------
         allowed, n = None, 0
         while r.live and n < PER_STEP:
+            if any(g.holding(v) for g in r.guides):   # an answer the row needs first is running:
+                self._held = True                      # this row waits, the others go on
+                return n > 0
             if v.forced:                       # a guide's tokens replace the proposal
                 self._drop_proposal(r)
                 rs.take(r, None, True, events)

@@ -184,6 +184,13 @@ class Guide:
     def restore(self, row: RowView, snap: object) -> None:
         """Back to a snapshot; `row` is already cut back to the snapshot's length."""
 
+    def holding(self, row: RowView) -> bool:
+        """Asked by a host whose tokens come a chunk at a time (a remote server) before it takes
+        a token for this row: True while an answer the guide needs first is still running (the
+        row waits; the batch's other rows go on). A guide that holds ends the hold itself (the
+        answer landed, or its deadline passed: it fails open)."""
+        return False
+
     def tokens_in_chunks(self) -> None:
         """The host's tokens arrive a chunk at a time (a remote server): a guide that would
         speculate ahead of its answers waits for them instead."""

@@ -57,6 +57,7 @@ Not here: jedi (analysis/jedi_*.py), name narrowing (narrowing.py), the loop (de
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 
@@ -99,6 +100,8 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         # Speculate on cache misses (needs rollback); else wait up to the analyzer's deadline.
         self.speculate = speculate and rollback and not reproducible
         self.horizon = horizon        # tokens a speculation may run before it fails open
+        self.chunked = False          # a host that takes tokens a chunk at a time: hold, not wait
+        self._asked_at = 0.0          # when the running answer was asked (a hold's deadline)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def reset(self, row: RowView) -> None:
@@ -143,7 +146,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         asked = None
         if m and self.lexer.dot_is_code(p, m.start()):
             asked = receiver_before(p, m.start())
-            if self._analyze(row, "") is not None:
+            if self._analyze(row, "", hold_ok=not m.group(1)) is not None:
                 self._start(row, 0, ".", 0)
                 self._cursor_name(row, m.group(1) or "")
                 self._cursor = (self.record, m.group(1) or "")
@@ -175,7 +178,22 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
                 self.name_end, self.free_ok, self.rollback_need, self._extra_names, self.late)
 
     def tokens_in_chunks(self) -> None:
-        self.speculate = False     # an answer would always be past the horizon: wait for it
+        """An answer would always be past the horizon: no speculation; the row is held (not the
+        batch) until the answer lands (`holding`)."""
+        self.speculate, self.chunked = False, True
+
+    def holding(self, row: RowView) -> bool:
+        if not self.chunked or self.ticket is None or self.state not in (SPEC, FREE) or self.spec_typed:
+            return False
+        if self.ticket.result(0) is None:
+            if time.perf_counter() - self._asked_at < (self.analyzer.deadline() or 2.0):
+                return True
+            self.record.reason = "timeout"        # failed open (the record says so already)
+            self.ticket, self.state = None, WAIT
+        else:
+            self._poll_spec(row)                  # landed: the name is written under the mask
+        self._snap_cache = None
+        return False
 
     def snapshot(self) -> tuple:
         s = self._snap_cache
@@ -206,10 +224,12 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         return row.ends[c - 1] if 0 < c <= len(row.ends) else (0 if c <= 0 else len(row.text))
 
     # -- analysis -----------------------------------------------------------------------------
-    def _analyze(self, row: RowView, upto_dot: str) -> TriggerRecord | None:
+    def _analyze(self, row: RowView, upto_dot: str, hold_ok: bool = True) -> TriggerRecord | None:
         """Ask for the members after the dot that ends `upto_dot` (generated text). Returns the
         trigger's record, or None when it failed open. On a cache miss with speculation on,
-        the record is returned with the answer still running (`self.ticket`)."""
+        the record is returned with the answer still running (`self.ticket`); so it is on a
+        chunked host when nothing after the dot is written yet (`hold_ok`: the host holds the
+        row, `holding`); else the answer is waited for."""
         ctx = self.ctx
         full = self.prefix[: len(self.prefix) - self._hold] + upto_dot
         receiver = receiver_before(full, len(full) - 1)
@@ -235,8 +255,9 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         if self._vocab is not None:   # an answer for an unknown type also waits for the vocabulary
             ticket = _WithVocabulary(ticket, self)
         a = ticket.result(0)
-        if a is None and self.speculate:          # running: speculate (see SPEC)
-            self.ticket = ticket
+        if a is None and (self.speculate or self.chunked and hold_ok):   # running: speculate
+            self.ticket = ticket                             # (SPEC), or a chunked host holds the row
+            self._asked_at = time.perf_counter()
             rec.failed_open, rec.reason = True, "pending"
             return rec
         if a is None:                             # a host that cannot roll back: wait (bounded)
@@ -392,7 +413,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
                 continue
             full = self.prefix + base + t[: j + 1]
             if self.lexer.dot_is_code(full, len(full) - 1):
-                return j, self._analyze(row, base + t[: j + 1])
+                return j, self._analyze(row, base + t[: j + 1], hold_ok=j == len(t) - 1)
         return None
 
     def _scan(self, row: RowView, t: str, start: int, found=False) -> int | None:
