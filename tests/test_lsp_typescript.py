@@ -1,0 +1,44 @@
+"""TypeScript's analysis is the LSP analyzer talking to TypeScript 7's own server (`tsc --lsp
+--stdio`, pinned and installed by `groundcode analyzers install typescript`; scripts/test
+installs it): members after `this.registry.` (a private field of the other class left out),
+after `this.`, on an unsaved buffer, and a method's signature. Fixture: tests/fixtures/tsshop."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groundcode.analysis import lsp_servers
+from groundcode.analysis.base import MembersQuery, SignatureQuery
+from groundcode.analysis.lsp_client import LspAnalyzer
+from groundcode.context import Splice
+
+REPO = Path(__file__).parent / "fixtures" / "tsshop"
+
+
+@pytest.fixture(scope="module")
+def ts():
+    return lsp_servers.install("typescript")      # idempotent: the pinned npm tarball, once
+
+
+def _at(code: str, line_text: str) -> Splice:
+    ln = code.split("\n").index(line_text) + 1
+    return Splice(code, ln, len(line_text), REPO / "src" / "cart.ts")
+
+
+def test_members_and_signatures_from_typescripts_server(ts):
+    cart = (REPO / "src" / "cart.ts").read_text()
+    with LspAnalyzer(REPO, "typescript", deadline_s=30, cold_deadline_s=30) as a:
+        code = cart.replace("    return this.registry.size;", "    return this.registry.")   # unsaved
+        r = a.ask(MembersQuery(_at(code, "    return this.registry."), "this.registry", ("r",))).result(30)
+        assert r.failed is None and {"register", "size", "latestUpdate"} <= r.names, r
+        assert "items" not in r.names                       # private to Registry
+        assert r.kinds["register"] == "function" and r.kinds["size"] in ("instance", "property")
+        code = cart.replace("    return this.registry.size;", "    return this.")
+        r = a.ask(MembersQuery(_at(code, "    return this."), "this", ("t",))).result(30)
+        assert {"add", "owner", "registry"} <= r.names and r.failed is None
+        code = cart.replace("    return this.registry.size;", "    this.registry.register(")
+        s = a.ask(SignatureQuery(_at(code, "    this.registry.register("), "this.registry", "register")).result(30)
+        assert s.signature is not None and [p.name for p in s.signature.params] == ["item"]
+        pid = a.pid
+    assert pid is not None
