@@ -1,0 +1,274 @@
+"""Lexical facts about partial TypeScript / JavaScript code (the language layer's TypeScript half,
+issue 32; Python's are pycode.py's): is a dot code (a member access, `?.` included) or inside a
+string, template literal, comment, regular expression or number; the receiver before it; whether
+the name after it is being declared (an object literal's key, a class field) rather than used.
+
+    lx = Lexer(prefix)                 # the text before the generated region
+    lx.dot_is_code(text, k)            # text grows at the end; rewind(n) after a cut
+    lx.state_at(text, k)               # "code", "string", "template", "comment", "regex", "number"
+    receiver_before(text, dot)         # `this.registry`, `foo(x)[0]`, `obj!`, `a?.b`
+    declares_name(text, dot)           # `{ key.` never; `this.` in a field initialiser: no
+
+One incremental scanner (a state machine over characters, not a regular expression per token:
+template literals nest code in `${…}`, and a `/` is a division or a regular expression by what
+precedes it), with checkpoints at line starts so a question scans only from the last one; the
+questions come on rare events (a token holding a dot), as for Python.
+Not wired into the guides yet (the layer's Python half still lives in pycode.py).
+Test: tests/test_languages_typescript.py.
+"""
+from __future__ import annotations
+
+import bisect
+
+CODE, STRING, TEMPLATE, LINE_COMMENT, BLOCK_COMMENT, REGEX, NUMBER = (
+    "code", "string", "template", "line_comment", "block_comment", "regex", "number")
+
+# after these, a `/` starts a regular expression (else it divides)
+_REGEX_AFTER_WORDS = frozenset({"return", "typeof", "case", "do", "else", "in", "of", "new", "delete",
+                                "void", "throw", "instanceof", "yield", "await", "extends"})
+_REGEX_AFTER_PUNCT = frozenset("(,=:[!&|?{};+-*%<>~^")
+_CONTROL = frozenset({"if", "while", "for", "with"})
+
+
+class _State:
+    """The scanner's state after some prefix: the mode, the template-literal nesting (a stack of
+    brace depths at which a `${` opened), the quote of an open string, whether a `/` here would
+    start a regular expression, and the regex's class flag."""
+
+    __slots__ = ("mode", "stack", "depth", "quote", "regex_ok", "in_class", "escape", "word",
+                 "prev_word", "parens")
+
+    def __init__(self):
+        self.mode, self.stack, self.depth, self.quote = CODE, (), 0, ""
+        self.regex_ok, self.in_class, self.escape, self.word = True, False, False, ""
+        self.prev_word, self.parens = "", ()     # the word before; open `(`: after if/while/for?
+
+    def copy(self) -> "_State":
+        s = _State.__new__(_State)
+        s.mode, s.stack, s.depth, s.quote = self.mode, self.stack, self.depth, self.quote
+        s.regex_ok, s.in_class, s.escape, s.word = self.regex_ok, self.in_class, self.escape, self.word
+        s.prev_word, s.parens = self.prev_word, self.parens
+        return s
+
+
+def _step(st: _State, text: str, i: int) -> int:
+    """Advance the state over the character(s) at text[i]; returns the next index."""
+    c = text[i]
+    m = st.mode
+    if m == CODE:
+        if c.isalpha() or c in "_$" or (c.isdigit() and st.word):
+            st.word += c
+            st.regex_ok = False
+            return i + 1
+        word, st.word = st.word, ""
+        if word:
+            st.regex_ok = word in _REGEX_AFTER_WORDS
+            st.prev_word = word
+        if c.isdigit() or (c == "." and i + 1 < len(text) and text[i + 1].isdigit()
+                           and not (i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$)]"))):
+            st.mode = NUMBER
+            return i + 1
+        if c in "'\"":
+            st.mode, st.quote, st.escape = STRING, c, False
+            return i + 1
+        if c == "`":
+            st.mode, st.escape = TEMPLATE, False
+            return i + 1
+        if c == "/":
+            nxt = text[i + 1] if i + 1 < len(text) else ""
+            if nxt == "/":
+                st.mode = LINE_COMMENT
+                return i + 2
+            if nxt == "*":
+                st.mode = BLOCK_COMMENT
+                return i + 2
+            if st.regex_ok:
+                st.mode, st.in_class, st.escape = REGEX, False, False
+                return i + 1
+            st.regex_ok = True
+            return i + 1
+        if c == "{":
+            st.depth += 1
+        elif c == "}":
+            if st.stack and st.depth == st.stack[-1]:
+                st.stack = st.stack[:-1]          # the end of a `${…}`: back in the template
+                st.depth -= 1
+                st.mode, st.escape = TEMPLATE, False
+                return i + 1
+            st.depth = max(0, st.depth - 1)
+        if c.isspace():
+            return i + 1
+        st.regex_ok = c in _REGEX_AFTER_PUNCT
+        if c == "(":                              # `if (…) /re/`: a regex may follow its `)`
+            st.parens = st.parens + (st.prev_word in _CONTROL,)
+        elif c == ")":
+            st.regex_ok = bool(st.parens and st.parens[-1])
+            st.parens = st.parens[:-1]
+        st.prev_word = ""
+        return i + 1
+    if m == NUMBER:
+        if c.isalnum() or c == "_" or (c == "." and _takes_fraction(_number_tail(text, i))) \
+                or (c in "+-" and text[i - 1] in "eE" and not text[i - 2:i].lower().startswith("0x")):
+            return i + 1
+        st.mode, st.regex_ok = CODE, False
+        return i                                  # this character again, as code
+    if m == STRING:
+        if st.escape:
+            st.escape = False
+        elif c == "\\":
+            st.escape = True
+        elif c == st.quote or c == "\n":          # an unterminated string ends with its line
+            st.mode, st.regex_ok = CODE, False
+        return i + 1
+    if m == TEMPLATE:
+        if st.escape:
+            st.escape = False
+        elif c == "\\":
+            st.escape = True
+        elif c == "`":
+            st.mode, st.regex_ok = CODE, False
+        elif c == "$" and i + 1 < len(text) and text[i + 1] == "{":
+            st.depth += 1
+            st.stack = st.stack + (st.depth,)
+            st.mode, st.regex_ok = CODE, True
+            return i + 2
+        return i + 1
+    if m == LINE_COMMENT:
+        if c == "\n":
+            st.mode = CODE
+        return i + 1
+    if m == BLOCK_COMMENT:
+        if c == "*" and i + 1 < len(text) and text[i + 1] == "/":
+            st.mode = CODE
+            return i + 2
+        return i + 1
+    # REGEX
+    if st.escape:
+        st.escape = False
+    elif c == "\\":
+        st.escape = True
+    elif c == "[":
+        st.in_class = True
+    elif c == "]":
+        st.in_class = False
+    elif c == "/" and not st.in_class:
+        st.mode, st.regex_ok, st.word = CODE, False, "r"    # its flags read as a word
+    elif c == "\n":                                # not a regex after all: back to code
+        st.mode, st.regex_ok = CODE, True
+    return i + 1
+
+
+def _takes_fraction(tail: str) -> bool:
+    """May a `.` after this number be its fraction? (`1.5`; not `0x1f.`, `1.5.`, `1e3.`, `10n.`)"""
+    t = tail.lower()
+    return not (t.startswith(("0x", "0b", "0o")) or "." in t or "e" in t or t.endswith("n"))
+
+
+def _number_tail(text: str, i: int) -> str:
+    j = i
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "._"):
+        j -= 1
+    return text[j:i]
+
+
+class Lexer:
+    """The scanner over text that grows at the end (and is cut back): states are kept at line
+    starts, so a question scans from the last line start before it."""
+
+    def __init__(self, text: str = ""):
+        self._offsets = [0]
+        self._states = [_State()]
+        self.scan_to(text, len(text))
+
+    def rewind(self, length: int) -> None:
+        k = bisect.bisect_right(self._offsets, length)
+        del self._offsets[max(k, 1):]
+        del self._states[max(k, 1):]
+
+    def line_start(self) -> int:
+        return self._offsets[-1]
+
+    def scan_to(self, text: str, upto: int) -> _State:
+        """The state right before text[upto], keeping a checkpoint at every line start passed."""
+        k = bisect.bisect_right(self._offsets, upto) - 1
+        i, st = self._offsets[k], self._states[k].copy()
+        while i < upto:
+            j = _step(st, text, i)
+            if text[i] == "\n" and j > self._offsets[-1] and j <= upto:
+                self._offsets.append(j)
+                self._states.append(st.copy())
+            i = j
+        return st
+
+    def state_at(self, text: str, k: int) -> str:
+        """What text[k] is part of: code, string, template, line_comment, block_comment, regex,
+        number."""
+        st = self.scan_to(text, k)
+        if st.mode == NUMBER:
+            probe = st.copy()
+            if _step(probe, text, k) > k:
+                return NUMBER                     # text[k] goes on with the number
+            st = probe                            # the number ended before it: code
+        if st.mode == CODE:
+            probe = st.copy()
+            _step(probe, text, k)
+            if probe.mode == NUMBER:
+                return NUMBER                     # a number starts here (`.5`)
+        return st.mode
+
+    def dot_is_code(self, text: str, dot: int) -> bool:
+        """text[dot] == '.' is a member access (`a.b`, `a?.b`), not a spread (`...`), a number,
+        or part of a string, template, comment or regular expression."""
+        if text[dot] != "." or self.state_at(text, dot) != CODE:
+            return False
+        if text[dot - 1: dot] == "." or text[dot + 1: dot + 2] == ".":
+            return False                          # `...spread`
+        return True
+
+
+def receiver_before(text: str, dot: int) -> str:
+    """The expression that ends right before text[dot]: `this.registry`, `foo(x)[0]`, `obj!`
+    (a non-null assertion), `a?.b` (of `a?.b.`), `"s"`, `` `t` ``."""
+    i = dot
+    if i > 0 and text[i - 1] == "?":              # `a?.`: the receiver is `a`
+        i -= 1
+    end = i
+    if i > 0 and text[i - 1] in "'\"`":           # a literal: `"a,b".split`
+        q = text[i - 1]
+        j = text.rfind(q, 0, i - 1)
+        while j > 0 and text[j - 1] == "\\":
+            j = text.rfind(q, 0, j - 1)
+        if j >= 0:
+            return text[j:end]
+    depth = 0
+    while i > 0:
+        c = text[i - 1]
+        if depth == 0 and (c.isalnum() or c in "_$.!" or (c == "?" and text[i: i + 1] == ".")):
+            i -= 1
+        elif c in ")]" or (c == ">" and (depth > 0 or text[i: i + 1] == "(")):   # `f<T>(`
+            depth += 1
+            i -= 1
+        elif c in "([<" and depth > 0:
+            depth -= 1
+            i -= 1
+            if depth == 0 and i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$"):
+                continue
+        elif depth > 0:
+            i -= 1
+        else:
+            break
+    return text[i:end].strip()
+
+
+def declares_name(text: str, dot: int) -> bool:
+    """Is the name after text[dot] declared here rather than used? In TypeScript a member is
+    declared in its class (`name: T;`, `name = …`), never by assigning `this.name`, so after a
+    dot the name is always a use — except in JavaScript, where `this.x = …` creates one: the
+    caller passes a JavaScript file's text through `could_bind` instead."""
+    return False
+
+
+def could_bind(line_before_receiver: str) -> bool:
+    """JavaScript: `this.` at the start of a statement may create a member (`this.size = 0`)."""
+    s = line_before_receiver.strip()
+    return s == "" or s.endswith((";", "{", "}"))

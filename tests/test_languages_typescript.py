@@ -1,0 +1,83 @@
+"""Lexical facts about partial TypeScript (languages/typescript.py): which dots are member
+accesses, with strings, template literals (nested `${…}`), comments, regular expressions and
+numbers told apart; receivers before a dot; the scanner's checkpoints after a cut."""
+from __future__ import annotations
+
+from groundcode.languages.typescript import Lexer, receiver_before
+
+
+def _dots(text: str) -> list[bool]:
+    lx = Lexer("")
+    return [lx.dot_is_code(text, k) for k, c in enumerate(text) if c == "."]
+
+
+def test_which_dots_are_member_accesses():
+    cases = {
+        "this.registry.size": [True, True],
+        "a?.b.c": [True, True],
+        "obj!.x": [True],
+        "const s = 'a.b'; s.length": [False, True],
+        'x = "a.b" + y.z': [False, True],
+        "// note.x\nfoo.bar": [False, True],
+        "/* a.b\n c.d */ e.f": [False, False, True],
+        "const n = 1.5 + .5 + x.y": [False, False, True],
+        "[...items].map": [False, False, False, True],
+        "const r = /a.b/g.test(s)": [False, True],
+        "const q = a / b.c": [True],
+        "return /x./.source": [False, True],
+        "`${a.b} and c.d ${e.f}`.trim": [True, False, True, True],
+        "`outer ${`inner ${x.y}`.length} z.w`": [True, True, False],
+        "if (ok) /re.x/.test(v)": [False, True],
+        "const big = 10n; big.toString": [True],
+        "0x1f.toString": [True],
+    }
+    for text, want in cases.items():
+        assert _dots(text) == want, (text, _dots(text))
+
+
+def test_an_unterminated_string_or_comment_ends_where_partial_code_says():
+    assert _dots("const s = 'it.s\nfoo.bar") == [False, True]      # a string ends with its line
+    assert _dots("/* open comment a.b") == [False]                   # a comment runs to the end
+    assert _dots("const t = `open ${a.b") == [True]                  # inside `${`: code
+
+
+def test_growing_text_and_a_cut_back_use_the_checkpoints():
+    lx = Lexer("class Cart {\n  add(item: string) {\n")
+    text = "class Cart {\n  add(item: string) {\n    const s = `x ${this.registry"
+    assert lx.dot_is_code(text, text.index("this.") + 4)
+    cut = len("class Cart {\n  add(item: string) {\n")
+    lx.rewind(cut)
+    text2 = text[:cut] + "    return this.registry."
+    assert lx.dot_is_code(text2, len(text2) - 1)
+    assert lx.line_start() <= cut
+
+
+def test_receivers():
+    assert receiver_before("return this.registry.", 20) == "this.registry"
+    t = "foo(x)[0]."
+    assert receiver_before(t, len(t) - 1) == "foo(x)[0]"
+    t = "const n = obj!."
+    assert receiver_before(t, len(t) - 1) == "obj!"
+    t = "a?.b?."
+    assert receiver_before(t, len(t) - 1) == "a?.b"
+    t = "'a,b'."
+    assert receiver_before(t, len(t) - 1) == "'a,b'"
+    t = "new Map<string, number>()."
+    assert receiver_before(t, len(t) - 1) == "Map<string, number>()"
+
+
+def test_incremental_answers_equal_a_fresh_scan_and_nothing_raises():
+    import random
+    rng = random.Random(5)
+    pieces = ["a", ".", "b", " ", "\n", "'", '"', "`", "${", "}", "{", "/", "*", "//", "/*", "*/",
+              "1", "0x", "(", ")", "if", "return", "\\", "[", "]", "?.", "...", "=", ";"]
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 40)))
+        grown = Lexer("")
+        for k in range(len(text)):
+            fresh = Lexer("").state_at(text, k)
+            assert grown.state_at(text, k) == fresh, (text, k)
+        cut = rng.randrange(0, len(text) + 1)
+        grown.rewind(cut)
+        for k in range(len(text)):
+            assert grown.state_at(text, k) == Lexer("").state_at(text, k), (text, k, cut)
