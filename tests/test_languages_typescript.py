@@ -81,3 +81,42 @@ def test_incremental_answers_equal_a_fresh_scan_and_nothing_raises():
         grown.rewind(cut)
         for k in range(len(text)):
             assert grown.state_at(text, k) == Lexer("").state_at(text, k), (text, k, cut)
+
+
+def test_bodies_of_functions_and_methods():
+    from groundcode.languages.typescript_bodies import bodies
+    src = '''import { Registry } from "./registry";
+
+/** A cart — of ünïcode things. */
+export class Cart {
+  private registry = new Registry();
+  constructor(public owner: string) {}
+
+  /** Add an item and record it. */
+  add(item: string): number {
+    this.registry.register(item);
+    return this.registry.size;
+  }
+
+  abstract?(): void;
+}
+
+/// The total of a cart,
+/// in items.
+export function total(c: Cart): number {
+  const n = c.add("x");
+  return n;
+}
+
+const arrow = (x: number) => {
+  return x + 1;
+};
+'''
+    got = {b.qualname: b for b in bodies(src)}
+    assert set(got) == {"Cart.add", "total"}               # one-line and bodiless ones left out
+    add = got["Cart.add"]
+    assert add.kind == "method" and add.doc == "/** Add an item and record it. */"
+    assert src[add.header_start:add.body_start].startswith("add(item: string): number {")
+    assert src[add.body_start:add.body_end].strip() == "this.registry.register(item);\n    return this.registry.size;"
+    assert src[add.body_end] == "}" and add.line == 9
+    assert got["total"].kind == "function" and got["total"].doc == "/// The total of a cart,\n/// in items."
