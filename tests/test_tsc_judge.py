@@ -45,3 +45,30 @@ def test_a_recipe_package_from_npm_compiles_clean(tsc, tmp_path):
     diags, _ = judge(pkg)
     assert len(diags) == entry["baseline_errors"] == 0, diags[:3]
     assert prepare(entry, recipe, tmp_path) == pkg                  # idempotent
+
+
+def test_tasks_from_a_recipe_package(tsc, tmp_path):
+    """Function tasks are bodies whose reference puts the file back as it was; dereference
+    tasks start right after a member-access dot; a wrong body is a compile error there."""
+    from groundcode.evaluation.ts_builder import TsBuildOptions, package_tasks
+    from groundcode.evaluation.ts_packages import prepare
+    recipe = json.loads((Path(__file__).parents[1] / "src" / "groundcode" / "evaluation" / "recipes"
+                         / "typescript.json").read_text())
+    entry = next(p for p in recipe["packages"] if p["name"] == "@msgpack/msgpack")
+    pkg = prepare(entry, recipe, tmp_path)
+    tasks = package_tasks(entry, pkg, TsBuildOptions(functions_per_package=5, methods_per_package=3))
+    fns = [t for t in tasks if t["kind"] == "function"]
+    drefs = [t for t in tasks if t["kind"] == "dereference"]
+    assert len(fns) == 5 and 3 <= len(drefs) <= 30
+    assert tasks == package_tasks(entry, pkg, TsBuildOptions(functions_per_package=5, methods_per_package=3))
+    for t in fns:
+        text = (pkg / t["path"]).read_text()
+        assert text[t["body_start"]:t["body_end"]] == t["reference"] and t["header"].rstrip().endswith("{")
+    for t in drefs:
+        text = (pkg / t["path"]).read_text()
+        assert text[t["offset"] - 1] == "." and text[t["offset"]:].startswith(t["reference"])
+    t = fns[0]
+    text = (pkg / t["path"]).read_text()
+    wrong = text[:t["body_start"]] + "\n    return this.noSuchMember;\n  " + text[t["body_end"]:]
+    diags, _ = judge(pkg, {t["path"]: wrong})
+    assert any(d.path == t["path"] and d.code in (2339, 2683, 2322, 2355) for d in diags), diags

@@ -65,6 +65,23 @@ def _fail(e: Exception):
     raise typer.Exit(1)
 
 
+def _build_typescript(recipe: dict, out: Path) -> None:
+    """The TypeScript benchmark (evaluation/ts_builder.py): the recipe's npm packages, packed by
+    their integrity into the user cache with their type-checking installs (no package script
+    runs), and their function and dereference tasks."""
+    from ..cache import cache_dir
+    from .ts_builder import build as ts_build
+
+    def progress(s):
+        typer.echo(f"{s['package']}: {s['function_tasks']} function, {s['dereference_tasks']} dereference tasks",
+                   err=True)
+    try:
+        m = ts_build(recipe, out, cache_dir() / "npm-src", progress=progress)
+    except GroundcodeError as e:
+        _fail(e)
+    typer.echo(f"{sum(m['counts'].values())} tasks {m['counts']} -> {out / 'tasks.jsonl'}")
+
+
 @app.command()
 def build(
     sources: List[str] = typer.Argument(None, help="Directories or pypi:NAME==VERSION (omit with --recipe)."),
@@ -83,6 +100,8 @@ def build(
     from . import builder, sources as src
     if "api" in kinds.split(",") or (recipe and load_recipe(recipe).get("kind") == "api"):
         return _build_api(sources, out, recipe, seed)
+    if recipe and load_recipe(recipe).get("name") == "typescript":
+        return _build_typescript(load_recipe(recipe), out)
     try:
         if recipe:
             r = load_recipe(recipe)

@@ -15,12 +15,16 @@ Test: tests/test_languages_typescript.py.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 _KINDS = {"function_declaration": "function", "generator_function_declaration": "function",
           "method_definition": "method"}
 _SCOPES = ("class_declaration", "abstract_class_declaration", "class", "interface_declaration",
            "function_declaration", "method_definition", "module", "internal_module")
+
+
+_DIRECTIVE = re.compile(r"//\s*(eslint|@ts-|prettier-|istanbul|tslint|#region|#endregion|c8 )")
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,8 @@ def _doc(node) -> str:
             return text if not lines else ""
         if not text.startswith("//"):
             break
-        lines.insert(0, text)
+        if not _DIRECTIVE.match(text):            # a linter's or compiler's directive is no doc
+            lines.insert(0, text)
         line, prev = prev.start_point[0], prev.prev_named_sibling
     return "\n".join(lines)
 
