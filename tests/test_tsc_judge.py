@@ -72,3 +72,24 @@ def test_tasks_from_a_recipe_package(tsc, tmp_path):
     wrong = text[:t["body_start"]] + "\n    return this.noSuchMember;\n  " + text[t["body_end"]:]
     diags, _ = judge(pkg, {t["path"]: wrong})
     assert any(d.path == t["path"] and d.code in (2339, 2683, 2322, 2355) for d in diags), diags
+
+
+def test_compile_rate_counts_only_errors_the_reference_does_not_have(tsc, tmp_path):
+    from groundcode.evaluation.ts_scoring import put_in_place, score_task
+    pkg = tmp_path / "tsshop" / "package"
+    shutil.copytree(FIXTURE, pkg)
+    (pkg / "tsconfig.recipe.json").write_text((pkg / "tsconfig.json").read_text())
+    cart = (pkg / "src" / "cart.ts").read_text()
+    start = cart.index("add(item: string): number {") + len("add(item: string): number {")
+    end = cart.index("}", start)
+    fn = {"task_id": "t", "kind": "function", "repo_dir": str(pkg), "path": "src/cart.ts",
+          "body_start": start, "body_end": end}
+    assert put_in_place(fn, cart, cart[start:end]) == cart
+    base: dict = {}
+    assert score_task(fn, cart[start:end], base)["compiles"]
+    bad = score_task(fn, "\n    return this.registry.sizes;\n  ", base)
+    assert not bad["compiles"] and bad["codes"] == {"2551": 1}
+    k = cart.index("this.registry.size;") + len("this.registry.")
+    dr = {"task_id": "d", "kind": "dereference", "repo_dir": str(pkg), "path": "src/cart.ts", "offset": k}
+    assert score_task(dr, "size;", base)["compiles"]
+    assert score_task(dr, "latest();", base)["codes"] == {"2339": 1}
