@@ -170,3 +170,47 @@ def test_a_guide_declares_its_state_or_that_it_has_none():
     class Declared(Guide):
         stateless = True
     assert Declared().snapshot() is None
+
+
+class _After:
+    """A ticket that answers on its n-th poll (a signature that lands late)."""
+
+    def __init__(self, n: int, answer):
+        self.n, self.answer = n, answer
+
+    def result(self, timeout=0):
+        self.n -= 1
+        return self.answer if self.n < 0 else None
+
+
+def test_a_wrong_keyword_written_before_its_signature_landed_is_redone():
+    """Found by the per-analyzer benchmark: a language server's signature that landed after
+    `wrong=` was written proposed a cut to before the call had opened; the restored state knew
+    no call and `rolled_back` failed (AttributeError on the record). The proposal now carries the
+    call: the argument is redone under the mask, its record put back."""
+    from groundcode.decoding.checkpoints import proposals_of
+    from groundcode.decoding.guides.keyword_args import NARROW, KeywordArgMonitor
+
+    class LateSignature(Analyzer):
+        def ask(self, query):
+            if isinstance(query, SignatureQuery):
+                return _After(2, Analyzer.ask(self, query).result())
+            return super().ask(query)
+
+    g = KeywordArgMonitor(LateSignature())
+    row = RowView(0, _ctx().continued(""), VOCAB)
+    g.reset(row)
+    ck = Checkpoints(row, [g])
+    cut = None
+    for tok in ["add", "(", "x", "=1", ",", " qty", "=1"]:
+        ck.accept(T[tok])
+        proposals = proposals_of([g], lambda gd: gd.advance(row, T[tok]))
+        ck.mark()
+        if proposals:
+            length, winners = Checkpoints.resolve(proposals)
+            ck.cut(length, winners)
+            cut = length
+            break
+    assert cut == 2 and row.text == "add("                   # back to the argument's start
+    assert g.state == NARROW and g.record is not None and g.record.rolled_back
+    assert any(t is g.record for t in row.triggers) and g.record.receiver == "add("

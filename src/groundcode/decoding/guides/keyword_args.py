@@ -26,7 +26,7 @@ States (one row):
              dereference monitor does); back to ARGS once the name is complete.
 
 Checkpoints are the engine's (`snapshot`/`restore`); a wrong keyword is a proposal
-(`Rollback(argument start, "wrong keyword", owed text)`) and NARROW is entered in
+(`Rollback(argument start, "wrong keyword", (owed text, the call))`) and NARROW is entered in
 `rolled_back`, once the engine has taken that cut. Text from the current argument's start on
 is held back (`final_upto`) where such a cut may come.
 Nested calls inside the arguments are not followed (one call at a time); a keyword merged into
@@ -99,9 +99,13 @@ class KeywordArgMonitor(Guide):
         self.lexer.rewind(len(self.prefix) + len(row.text))
 
     def rolled_back(self, row: RowView, proposal: Rollback) -> None:
-        """Our `wrong=` proposal won: the argument is redone with its name under the mask."""
-        self.need = proposal.payload
+        """Our `wrong=` proposal won: the argument is redone with its name under the mask (the
+        call as the proposal saw it: the restored state may predate its opening)."""
+        self.need, self.record, self.sig, self.keyword_only, self.call_start = proposal.payload
+        if not any(t is self.record for t in row.triggers):
+            row.triggers.append(self.record)      # recorded after the cut's point: put back
         self.record.rolled_back = True
+        self.pending = None                       # the signature is known now
         self.state, self.typed = NARROW, ""
         self.scan = ArgScanner().feed(row.text[self.call_start:])
         self.cs = None
@@ -316,5 +320,8 @@ class KeywordArgMonitor(Guide):
             if keep < self.call_start or name_at < 0:
                 self.record.reason = "wrong keyword merged with the `(` token: not redone"
                 return None
-            return Rollback(back, "wrong keyword", row.text[keep:name_at])
+            # the payload carries the call: the cut may go back to before it opened (a
+            # signature that landed late), where the restored state knows nothing of it
+            return Rollback(back, "wrong keyword", (row.text[keep:name_at], self.record, self.sig,
+                                                    self.keyword_only, self.call_start))
         return None
