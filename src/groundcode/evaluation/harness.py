@@ -172,14 +172,39 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
         for temp, n in groups:
             sc = SamplingConfig(temperature=temp, top_p=cfg.top_p if temp > 0 else 1.0, seed=cfg.seed,
                                 max_new_tokens=cfg.max_new_tokens)
-            outs = gen.run(ctxs, sc, n=n)
-            for i, row in enumerate(outs):
+            for i, row in enumerate(_generations(gen, ctxs, sc, n)):
                 for j, g in enumerate(row):
+                    if isinstance(g, str):       # this task's generation failed: recorded, the run goes on
+                        samples[i].append({"completion": "", "temperature": temp, "seed": cfg.seed + j,
+                                           "tokens": 0, "seconds": 0.0, "finish_reason": "error", "error": g})
+                        continue
                     samples[i].append({"completion": g.completion, "temperature": temp, "seed": cfg.seed + j,
                                        "tokens": g.tokens, "seconds": g.seconds, "finish_reason": g.finish_reason,
-                                       "rollbacks": getattr(g, "rollbacks", 0), **_trigger_summary(g.triggers)})
+                                       "rollbacks": g.rollbacks, **_trigger_summary(g.triggers)})
         for t, s in zip(chunk, samples):
             append_jsonl(out, {"task_id": t["task_id"], **meta, "samples": s})
         if progress:
             progress(len(chunk))
     return len(todo)
+
+
+def _generations(gen, ctxs, sc, n) -> list[list]:
+    """n Generations per context; where a context's request fails (a guide raised), its samples
+    are the error's one line instead, and the other contexts' are kept: one failing task never
+    loses a chunk of a long run (the chunk is rerun one task at a time to find it)."""
+    from ..errors import GroundcodeError
+    def line(exc) -> str:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    try:
+        return gen.run(ctxs, sc, n=n)
+    except GroundcodeError as exc:
+        if len(ctxs) == 1:
+            return [[line(exc)] * n]
+    out = []
+    for c in ctxs:
+        try:
+            out.append(gen.run([c], sc, n=n)[0])
+        except GroundcodeError as exc:
+            out.append([line(exc)] * n)
+    return out
+
