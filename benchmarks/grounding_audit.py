@@ -329,6 +329,8 @@ def judge(task, out, probe, rec_an, row_ctx, body, examples: list) -> list[dict]
     answers = iter(rec_an.answers)
     rows = []
     for tr in out.triggers:
+        if tr.receiver.endswith("("):
+            continue            # the keyword-argument monitor's (a call's signature), not judged here
         # triggers failed open before asking (an unannotated parameter) have no answer
         asked = tr.asked
         code, line, col, a = next(answers, ("", 0, 0, None)) if asked else ("", 0, 0, None)
