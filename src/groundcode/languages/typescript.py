@@ -1,13 +1,12 @@
 """Lexical facts about partial TypeScript / JavaScript code (the language layer's TypeScript half,
 issue 32; Python's are pycode.py's): is a dot code (a member access, `?.` included) or inside a
-string, template literal, comment, regular expression or number; the receiver before it; whether
-the name after it is being declared (an object literal's key, a class field) rather than used.
+string, template literal, comment, regular expression or number; the receiver before it. (Where
+TypeScript declares a new member — class fields, object literals — is not told yet.)
 
     lx = Lexer(prefix)                 # the text before the generated region
     lx.dot_is_code(text, k)            # text grows at the end; rewind(n) after a cut
     lx.state_at(text, k)               # "code", "string", "template", "comment", "regex", "number"
     receiver_before(text, dot)         # `this.registry`, `foo(x)[0]`, `obj!`, `a?.b`
-    declares_name(text, dot)           # `{ key.` never; `this.` in a field initialiser: no
 
 One incremental scanner (a state machine over characters, not a regular expression per token:
 template literals nest code in `${…}`, and a `/` is a division or a regular expression by what
@@ -258,17 +257,3 @@ def receiver_before(text: str, dot: int) -> str:
         else:
             break
     return text[i:end].strip()
-
-
-def declares_name(text: str, dot: int) -> bool:
-    """Is the name after text[dot] declared here rather than used? In TypeScript a member is
-    declared in its class (`name: T;`, `name = …`), never by assigning `this.name`, so after a
-    dot the name is always a use — except in JavaScript, where `this.x = …` creates one: the
-    caller passes a JavaScript file's text through `could_bind` instead."""
-    return False
-
-
-def could_bind(line_before_receiver: str) -> bool:
-    """JavaScript: `this.` at the start of a statement may create a member (`this.size = 0`)."""
-    s = line_before_receiver.strip()
-    return s == "" or s.endswith((";", "{", "}"))
