@@ -43,6 +43,9 @@ class _Ended:
         return self.event.is_set() or (self.deadline is not None and time.perf_counter() >= self.deadline)
 
 
+_WAKE = object()            # a queue item that only wakes the scheduler (a preparation is done)
+
+
 class _Job:
     """One request in the scheduler: its stream, prompt, rows and the text streamed so far."""
 
@@ -126,7 +129,7 @@ class Records:
                 item = self._q.get_nowait()
             except queue.Empty:
                 break
-            if item is not None:
+            if item is not None and item is not _WAKE:
                 self._error(_Job(item), err)
 
     def _route(self, job: _Job, events: list) -> None:

@@ -45,7 +45,7 @@ from .engine import PREFILL_CHUNK, Batch, Prefill
 from .preempt import Preempted
 from .prefix_cache import PrefixCache
 from .prepare import Preparer
-from .jobs import Records, _Ahead, _Ended, _Job, _one_line  # noqa: F401
+from .jobs import _WAKE, Records, _Ahead, _Ended, _Job, _one_line  # noqa: F401
 from .lookahead import BUSY_SHARE, Lookahead, _machine_busy  # noqa: F401
 
 
@@ -69,9 +69,6 @@ _TRIM = None
 # every live scheduler of the process (lookahead runs only while all of them are idle)
 log = logging.getLogger("groundcode.session")
 MAX_FAILED_TURNS = 5        # turns failing in a row before the session is declared dead
-
-
-_WAKE = object()            # a queue item that only wakes the loop (a preparation is done)
 
 
 class SessionDead(GroundcodeError):
