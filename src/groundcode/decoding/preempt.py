@@ -7,13 +7,15 @@ so a keystroke never pays for the idle work's forward.
     except Preempted: ...      # the caller drops what that forward was for (its KV is partial)
 
 The check is per thread (one scheduler thread per session; a model shared by two sessions is
-never preempted by the other's state). A model without the layer layout (a test double, a remote
+never preempted by the other's state); the hooks are installed once per model, however many
+engines wrap it (each hook is a Python call per layer per forward). A model without the layer layout (a test double, a remote
 engine) is never preempted: its forwards run to the end, as before.
 Test: tests/test_drafts.py.
 """
 from __future__ import annotations
 
 import threading
+import weakref
 
 
 class Preempted(Exception):
@@ -33,17 +35,25 @@ def _layers(model):
         return []
 
 
+_INSTALLED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()     # model -> its _Local
+
+
 def install(model, engine) -> bool:
-    """Hook every decoder layer of `model`; True when it has the layout."""
+    """Hook every decoder layer of `model` (once per model: engines sharing a model share the
+    hooks and the per-thread check); True when it has the layout."""
     layers = _layers(model)
     if not layers:
         return False
-    local = engine._preempt_local = _Local()
+    local = _INSTALLED.get(model)
+    if local is None:
+        local = _Local()
 
-    def hook(module, args):
-        check = local.check
-        if check is not None and check():
-            raise Preempted("idle work gave way to a request")
-    for layer in layers:
-        layer.register_forward_pre_hook(hook)
+        def hook(module, args):
+            check = local.check
+            if check is not None and check():
+                raise Preempted("idle work gave way to a request")
+        for layer in layers:
+            layer.register_forward_pre_hook(hook)
+        _INSTALLED[model] = local
+    engine._preempt_local = local
     return True
