@@ -57,3 +57,16 @@ def test_the_dynamic_cache_switch(monkeypatch):
     monkeypatch.setattr(kv, "GROWING", False)
     cache = kv.cache(_layers(4))
     assert type(cache) is DynamicCache and kv.layers(cache)[0][0].shape[2] == 4
+
+
+def test_a_long_layer_moves_with_a_quarter_to_spare():
+    """Past SPARE*4 positions a move leaves a quarter of the length as room (a long row moves
+    O(log n) times: each move is an allocation per layer, a slow step on a GPU)."""
+    cache = kv.cache(_layers(1000, b=1))
+    k, _ = cache.layers[0].update(*_layers(1, seed=5, b=1)[0])
+    ptr, moves = k.data_ptr(), 0
+    for i in range(600):
+        k, _ = cache.layers[0].update(*_layers(1, seed=6 + i, b=1)[0])
+        moves += k.data_ptr() != ptr
+        ptr = k.data_ptr()
+    assert k.shape[2] == 1601 and moves == 2         # room 250, then 312: not 9 moves of 64

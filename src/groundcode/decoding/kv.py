@@ -8,7 +8,9 @@
 Growing layers: transformers' DynamicLayer concatenates on every update (a copy of the whole
 layer per decode step), and building a DynamicCache from tensors copies them once more. Here a
 cache wraps the given tensors as they are, and its first update moves each layer into a buffer
-with room to spare (`SPARE` more positions): later updates write into the spare room, and the
+with room to spare (`SPARE` more positions, or a quarter of what it holds where that is more:
+a long row moves O(log n) times, not every 64 steps — each move a cudaMalloc per layer on a
+GPU, a step several times slower than the others): later updates write into the spare room, and the
 layer is a view of the buffer's filled part. A buffer is only ever written past what its views
 cover, so a tensor handed out (to the prefix cache, a trimmed batch) never changes. Where
 transformers has no DynamicLayer (older releases), its plain DynamicCache is used.
@@ -82,7 +84,7 @@ def _growing_cache_class():
                 n = 0 if self.keys is None or self.keys.numel() == 0 else self.keys.shape[2]
                 w = key_states.shape[2]
                 if self._kb is None or n + w > self._kb.shape[2]:
-                    cap = n + w + SPARE
+                    cap = n + w + max(SPARE, n // 4)
                     b, h, _, d = key_states.shape
                     kb = key_states.new_empty(b, h, cap, d)
                     vb = value_states.new_empty(b, h, cap, value_states.shape[3])
