@@ -126,3 +126,40 @@ def test_the_engine_installs_it(tiny_model_dir):
     assert lm.model.config._attn_implementation == "sdpa"
     eng = Engine(lm.model, lm.tokenizer, VocabIndex.for_tokenizer(lm.tokenizer))
     assert eng.attention == attention.NAME
+
+
+def test_gpu_forwards_exclude_cudnn_attention(monkeypatch):
+    """On CUDA the engine's forwards run without cuDNN's sdpa backend (a graph built per new
+    cache length: benchmarks/engine_overhead.py (a)); the flags come back afterwards; on a CPU,
+    or with GROUNDCODE_CUDNN_ATTENTION=1, nothing is touched. (PyTorch's backend flags are
+    plain switches: no GPU is needed to read them.)"""
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    with attention.kernels(torch.device("cuda")):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+        assert torch.backends.cuda.math_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled() == before
+    with attention.kernels("cpu"):
+        assert torch.backends.cuda.cudnn_sdp_enabled() == before
+    monkeypatch.setenv("GROUNDCODE_CUDNN_ATTENTION", "1")
+    with attention.kernels(torch.device("cuda")):
+        assert torch.backends.cuda.cudnn_sdp_enabled() == before
+
+
+def test_engines_sharing_a_model_share_one_preemption_hook(tiny_model_dir):
+    """Every Engine over the same model (a Generator per configuration, benchmarks' plain and
+    monitored) leaves one pre-hook per decoder layer, not one each."""
+    from groundcode.decoding import preempt
+    from groundcode.decoding.engine import Engine
+    from groundcode.decoding.vocab.index import VocabIndex
+    from groundcode.models.load import load_model
+    lm = load_model(str(tiny_model_dir), device="cpu")
+    vocab = VocabIndex.for_tokenizer(lm.tokenizer)
+    a, b = Engine(lm.model, lm.tokenizer, vocab), Engine(lm.model, lm.tokenizer, vocab)
+    layers = preempt._layers(lm.model)
+    assert layers and all(len(layer._forward_pre_hooks) == 1 for layer in layers)
+    assert a._preempt_local is b._preempt_local
+    a.preemptible(lambda: True)                        # set on this thread, seen through either
+    with pytest.raises(preempt.Preempted):
+        b.prefill(lm.tokenizer("x = 1", add_special_tokens=False)["input_ids"])
+    a.preemptible(None)

@@ -1,7 +1,16 @@
-"""Attention for decode steps on a CPU: the one module that touches transformers' attention
-interface.
+"""Attention kernels: the one module that touches transformers' attention interface and
+PyTorch's choice of scaled-dot-product kernels.
 
     attention.install(model)      # engine.Engine: on CPU, where the model uses sdpa attention
+    with attention.kernels(device): model(...)    # every forward of the engine (GPU: no cuDNN)
+
+On a GPU, PyTorch may pick cuDNN's attention for sdpa (Hopper: the H100, the H200). cuDNN builds
+an execution graph for every new sequence length, so a decode step whose cache length the process
+has not seen yet costs tens of milliseconds more: on one H200, a random-weight 1.7B Llama decoded
+1,000 tokens at 17-19 tok/s the first time a length came up and 60 tok/s once the lengths had
+been seen (transformers.generate alike; benchmarks/engine_overhead.py (a)). A decoder's cache
+lengths are always new, so the engine's forwards exclude that backend: flash, memory-efficient
+and math kernels take no per-shape build. `GROUNDCODE_CUDNN_ATTENTION=1` keeps PyTorch's choice.
 
 transformers' `sdpa` attention is right for a prefill (hundreds of query positions) and for a
 batch of rows, but for a decode step of one row (one query position, or a few with draft tokens)
@@ -26,6 +35,7 @@ Measured: benchmarks/decode_step.py.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
@@ -104,3 +114,12 @@ def install(model) -> bool:
         return False
     model.set_attn_implementation(NAME)
     return getattr(model.config, "_attn_implementation", None) == NAME
+
+
+def kernels(device):
+    """A context for the engine's forwards on `device`: on CUDA, sdpa without cuDNN's backend
+    (see the module docstring); elsewhere (or GROUNDCODE_CUDNN_ATTENTION=1) nothing changes."""
+    if torch.device(device).type != "cuda" or os.environ.get("GROUNDCODE_CUDNN_ATTENTION", "") == "1":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])

@@ -131,7 +131,8 @@ class Engine:
         """Logits [B, V] of the last new column (last_only) or [B, W, V] of every one."""
         kw = {"logits_to_keep": 1 if last_only else 0} if self._keep_arg else {}
         kw[self._cache_arg] = past
-        out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, **kw)
+        with attention.kernels(ids.device):       # a GPU: no per-length cuDNN graph builds
+            out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, **kw)
         logits = out.logits[:, -1] if last_only else out.logits
         cache = out.cache if self._cache_arg == "cache" else out.past_key_values
         return logits[..., : self.width].float(), cache
