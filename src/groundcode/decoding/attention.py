@@ -93,27 +93,23 @@ def supported() -> bool:
 
 def install(model) -> bool:
     """Switch a model that uses sdpa attention on a CPU to `groundcode` attention; True if done
-    (or done before). Other models (CUDA, eager, flash, a test double without a config or
-    without transformers' `set_attn_implementation`) are left as they are, and every model when
-    GROUNDCODE_ATTENTION=sdpa."""
-    cfg = getattr(model, "config", None)
-    impl = getattr(cfg, "_attn_implementation", None)
+    (or done before). Other models (CUDA, eager, flash, anything not a transformers model) are
+    left as they are, and every model when GROUNDCODE_ATTENTION=sdpa."""
+    from transformers import PreTrainedModel
+    if not isinstance(model, PreTrainedModel):
+        return False
+    impl = model.config._attn_implementation
     if impl == NAME:
         return True
     if os.environ.get("GROUNDCODE_ATTENTION", "").strip().lower() == "sdpa" or impl != "sdpa" \
-            or not hasattr(model, "set_attn_implementation"):
-        return False
-    try:
-        if next(model.parameters()).device.type != "cpu":
-            return False
-    except (StopIteration, AttributeError, TypeError):
+            or model.device.type != "cpu":
         return False
     try:
         _register()
     except ImportError:             # a transformers without the attention/mask interfaces
         return False
     model.set_attn_implementation(NAME)
-    return getattr(model.config, "_attn_implementation", None) == NAME
+    return model.config._attn_implementation == NAME
 
 
 def kernels(device):

@@ -29,16 +29,22 @@ _BYTE_DECODER = {c: b for b, c in bytes_to_unicode().items()}
 _SP_BYTE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
 
+def _backend(tokenizer):
+    """The `tokenizers` object behind a fast tokenizer (None: a slow, Python one)."""
+    from transformers import PreTrainedTokenizerFast
+    return tokenizer.backend_tokenizer if isinstance(tokenizer, PreTrainedTokenizerFast) else None
+
+
 def tokenizer_fingerprint(tokenizer, fmt: int) -> str:
     """A key for a tokenizer's cached tables (`fmt`: the cache layout's version)."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
+    backend = _backend(tokenizer)
     blob = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
-    special = sorted(getattr(tokenizer, "all_special_ids", []))
+    special = sorted(tokenizer.all_special_ids)
     return hashlib.sha256(f"{fmt}\0{len(tokenizer)}\0{special}\0{blob}".encode()).hexdigest()[:24]
 
 
 def _style(tokenizer, pieces: list[str]) -> str:
-    backend = getattr(tokenizer, "backend_tokenizer", None)
+    backend = _backend(tokenizer)
     if backend is not None:
         decoder = json.loads(backend.to_str()).get("decoder") or {}
         text = json.dumps(decoder)
@@ -62,12 +68,12 @@ def decode_token_texts(tokenizer) -> list[str]:
     are not special are literal text (they are not byte-mapped)."""
     n = len(tokenizer)
     pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
-    special = set(getattr(tokenizer, "all_special_ids", []))
+    special = set(tokenizer.all_special_ids)
     literal: set[int] = set()
-    for i, tok in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
+    for i, tok in tokenizer.added_tokens_decoder.items():     # {id: tokenizers.AddedToken}
         if _SP_BYTE.match(str(tok)):
             continue  # byte-fallback pieces are registered as added tokens, yet they are text
-        if getattr(tok, "special", False):
+        if tok.special:
             special.add(i)
         else:
             literal.add(i)
