@@ -146,7 +146,7 @@ def verify(batch, r, i: int, events: list) -> None:
     r.drafted += len(draft)
     rs = batch.rowstep
     j = 0
-    while j < len(draft) and r.live and r.refeed is None and r.view.tokens \
+    while j < len(draft) and r.live and r.settling is None and r.refeed is None and r.view.tokens \
             and r.view.tokens[-1] == draft[j]:
         r.fed_cols.append(cols[j])               # its column holds the accepted token now
         r.draft_accepted += 1

@@ -49,6 +49,7 @@ tests/test_drafts.py.
 from __future__ import annotations
 
 import threading
+import time
 
 import torch
 
@@ -188,7 +189,7 @@ class Batch(BatchCache):
 
     def __init__(self, engine, drafter=None):
         super().__init__(engine, drafter)
-        self.rowstep = RowStep(engine, self._cut_columns)
+        self.rowstep = RowStep(engine, self._cut_columns, polls=True)
 
     def step(self) -> list[Event]:
         """Phases 1-4 for every live row; returns the events in order."""
@@ -202,6 +203,9 @@ class Batch(BatchCache):
                     events.append(rs.finished(r))
                 continue
             try:
+                if r.settling is not None:      # waiting for owed answers: polled, no token
+                    rs.poll(r, events)
+                    continue
                 rs.take(r, toks[i], bool(constrained[i]), events, self.logits[i])
             except Exception as exc:
                 rs.fail(r, exc)
@@ -230,7 +234,7 @@ class Batch(BatchCache):
         out = logits.argmax(dim=-1)
         for i, r in enumerate(rows):
             s = r.sampling
-            if r.live and s.temperature > 0:
+            if r.live and r.settling is None and s.temperature > 0:
                 out[i] = sample_rows(logits[i:i + 1], s.temperature, s.top_p, [r.gen])[0]
         return out.tolist()
 
@@ -239,13 +243,20 @@ class Batch(BatchCache):
     def feed(self) -> None:
         """One new column per live row (the accepted token, or the one re-fed after a cut), and
         after it the row's draft tokens if the drafter proposes some (drafts.py): one forward."""
+        if all(r.settling is not None for r in self.rows):
+            time.sleep(0.002)                   # every row waits on analysis: nothing to decode
+            return
         k = self.drafter.width(len(self.rows)) if self.drafter is not None and self.engine.multi_token else 0
         if k:
             self._trim()
         col = self.columns
-        fed = []
+        fed, cols = [], []                      # cols: how many of a row's inputs it attends to
         for r in self.rows:
             v = r.view
+            if r.settling is not None:          # a column no one attends to (as a cut's)
+                fed.append([self.engine.pad_id])
+                cols.append(0)
+                continue
             if r.refeed is not None:
                 fed.append([r.refeed])
                 r.refeed = None
@@ -257,10 +268,13 @@ class Batch(BatchCache):
                 r.draft = self.drafter.propose(r, k) if k else []
                 fed.append([v.tokens[-1]] + r.draft)
                 r.fed_cols.append(col)
+            cols.append(len(fed[-1]))
         W = max(len(f) for f in fed)
         dev = self.attn.device
         if W == 1:
-            self.attn = torch.cat([self.attn, torch.ones((len(self.rows), 1), dtype=torch.long, device=dev)], 1)
+            new = torch.ones((len(self.rows), 1), dtype=torch.long, device=dev) if all(cols) else \
+                torch.tensor([[c] for c in cols], dtype=torch.long, device=dev)
+            self.attn = torch.cat([self.attn, new], 1)
             pos = self.attn.sum(-1, keepdim=True) - 1
             ids = torch.tensor(fed, dtype=torch.long, device=dev)
             self.logits = self._forward(ids, pos)
@@ -268,7 +282,7 @@ class Batch(BatchCache):
         # drafts: W columns for every row; a row's unused ones are masked (attended by no one)
         pad = self.engine.pad_id
         ids = torch.tensor([f + [pad] * (W - len(f)) for f in fed], dtype=torch.long, device=dev)
-        new = torch.tensor([[1] * len(f) + [0] * (W - len(f)) for f in fed], dtype=torch.long, device=dev)
+        new = torch.tensor([[1] * c + [0] * (W - c) for c in cols], dtype=torch.long, device=dev)
         self.attn = torch.cat([self.attn, new], 1)
         pos = (self.attn.cumsum(-1)[:, -W:] - 1).clamp(min=0)
         logits = self._forward(ids, pos, last_only=False)

@@ -291,7 +291,7 @@ class RemoteBatch:
         self.engine = engine
         self.rows: list[Row] = []
         self._held = False                 # a row was held this step (guides' `holding`)
-        self.rowstep = RowStep(engine, self._drop_proposal)
+        self.rowstep = RowStep(engine, self._drop_proposal, polls=True)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -346,6 +346,11 @@ class RemoteBatch:
         """One row: take a finished request's answer, accept proposed tokens while the guides
         agree, then ask for the next ones. True if anything happened."""
         v, eng, rs = r.view, self.engine, self.rowstep
+        if r.settling is not None:             # its guides' owed answers: polled, never waited on
+            if rs.poll(r, events):
+                return True
+            self._held = True
+            return False
         if r.future is not None:
             if not r.future.done():
                 return False
@@ -370,7 +375,7 @@ class RemoteBatch:
                 return True
         # -- 1. masks, 2. the proposal, 3. verify, 4. accept ------------------------------------------
         allowed, n = None, 0
-        while r.live and n < PER_STEP:
+        while r.live and r.settling is None and n < PER_STEP:
             if any(g.holding(v) for g in r.guides):   # an answer the row needs first is running:
                 self._held = True                      # this row waits, the others go on
                 return n > 0
@@ -398,7 +403,7 @@ class RemoteBatch:
             r.pending.popleft()
             rs.take(r, tok, True, events)
             n += 1
-        if not r.live or r.pending:
+        if not r.live or r.pending or r.settling is not None:
             return True
         # -- the next request ----------------------------------------------------------------------
         s = r.sampling

@@ -92,6 +92,8 @@ class Row:
         self.constrained = 0
         self.allowed = None              # this step's combined mask (step.py), for the verdict
         self.steps = 0
+        self.settling = None             # (reason, [(tickets, until)]): the row ends once the
+                                         #   answers its guides owe land (step.py's poll)
         self.output: RowOutput | None = None
 
     @property

@@ -26,6 +26,7 @@ Not here: sampling a batch, feeding the model (engine.py), drafts (drafts.py), t
 from __future__ import annotations
 
 import bisect
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -76,9 +77,12 @@ def settle_declining(view, guides) -> None:
 
 
 class RowStep:
-    def __init__(self, engine, cut_inputs):
+    def __init__(self, engine, cut_inputs, polls: bool = False):
         self.engine = engine                 # eos ids, the detokenizer
         self.cut_inputs = cut_inputs
+        # polls: the host keeps a row whose guides owe answers at its end out of its steps and
+        # calls `poll` each step (nothing blocks the batch); else `finish` waits in `settle`
+        self.polls = polls
 
     # -- 1. scores, 2. masks --------------------------------------------------------------------
     def shape(self, r, logits) -> bool | None:
@@ -86,7 +90,7 @@ class RowStep:
         applied; None if a guide failed (the row ended)."""
         v = r.view
         r.allowed = None
-        if not r.live or v.forced:
+        if not r.live or v.forced or r.settling is not None:
             return False
         try:
             for g in r.scorers:
@@ -192,7 +196,14 @@ class RowStep:
 
     # -- the end ------------------------------------------------------------------------------
     def finish(self, r, reason: str, events: list, settle: bool = True) -> None:
-        """The row ends — unless a guide still owed an answer settles it now and proposes a cut."""
+        """The row ends — unless a guide still owed an answer settles it now and proposes a cut.
+        On a host that polls, a row whose guides owe answers still running waits for them first
+        (`r.settling`: no token, no column of its own; `poll` each step)."""
+        if settle and self.polls and not r.view.polled:
+            owed = [o for o in (g.owes(r.view) for g in r.guides) if o is not None]
+            if owed:
+                r.settling = (reason, owed)
+                return
         if settle:
             proposals = proposals_of(r.guides, lambda g: g.settle(r.view))
             if proposals and self._resolve(r, proposals, events):
@@ -206,6 +217,24 @@ class RowStep:
             events.append(Event(STOP, r.id, stop=r.stop))
         r.finish = reason
         events.append(self.finished(r))
+
+    def poll(self, r, events: list) -> bool:
+        """A settling row (see `finish`): once every owed answer landed, the last instant passed
+        or the row was cancelled, it settles with what landed (and ends, or goes on after a
+        cut); True then. False: still waiting."""
+        reason, owed = r.settling
+        v = r.view
+        if not (all(t.result(0) is not None for tickets, _ in owed for t in tickets)
+                or time.perf_counter() >= max(until for _, until in owed)
+                or (v.cancelled is not None and v.cancelled.is_set())):
+            return False
+        r.settling = None
+        v.polled = True
+        try:
+            self.finish(r, reason, events)
+        finally:
+            v.polled = False
+        return True
 
     def fail(self, r, exc: Exception) -> None:
         """A guide (or the token source) failed: this row ends with the error."""

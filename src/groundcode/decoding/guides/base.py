@@ -91,6 +91,8 @@ class RowView:
     cancelled: object = None            # set()/is_set() (a threading.Event, or the scheduler's
                                         # one that also reads the request's deadline): analysis
                                         # waits end at once when it is set
+    polled: bool = False                # True while `settle` runs after the host polled the
+                                        # row's owed answers (Guide.owes): settle waits no more
 
     def __post_init__(self):
         if self.context is None:            # a plain prompt: the empty context, never None
@@ -174,6 +176,14 @@ class Guide:
         return None
 
     def settle(self, row: RowView) -> "Rollback | int | None":
+        return None
+
+    def owes(self, row: RowView) -> "tuple[list, float] | None":
+        """The row is about to finish: the tickets `settle` would wait for, still running, and
+        the perf_counter instant the wait may last until (WaitPolicy.until); None: nothing owed.
+        A host that polls (engine.Batch, remote.RemoteBatch) keeps the row out of its steps until
+        they land or the instant passes — the batch's other rows go on — then calls `settle` with
+        `row.polled` set, and settle reads what landed without waiting."""
         return None
 
     # -- checkpoints (the engine owns them) ----------------------------------------------------

@@ -118,15 +118,24 @@ class SpeculationLedger:
         self.late = tuple(keep)
         return None
 
-    def settle(self, row: RowView) -> int | None:
-        """The row is about to finish: wait for the answers still owed — all together, up to
-        the analyzer's deadline and the batch's shared window (WaitPolicy) — and roll back to a
-        name that is not a member."""
-        self._snap_cache = None
+    def _owed_tickets(self) -> list:
         owed = [e[0] for e in self.late]
         if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
             owed.append(self.ticket)
-        if owed:
+        return owed
+
+    def owes(self, row: RowView):
+        running = [t for t in self._owed_tickets() if t.result(0) is None]
+        return (running, self.waits.until(self.analyzer.deadline() or 2.0)) if running else None
+
+    def settle(self, row: RowView) -> int | None:
+        """The row is about to finish: the answers still owed — waited for here, all together,
+        up to the analyzer's deadline and the batch's shared window (WaitPolicy), unless the host
+        polled them already (`row.polled`, Guide.owes) — and a roll back to a name that is not
+        a member."""
+        self._snap_cache = None
+        owed = self._owed_tickets()
+        if owed and not row.polled:
             self.waits.wait(owed, self.analyzer.deadline() or 2.0, row.cancelled)
         if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
             a = self.ticket.result(0)
