@@ -37,6 +37,7 @@ class _Owing(Guide):
     def __init__(self, after: int, ticket: _Ticket, wait_s: float, cut_to: int | None = None):
         self.after, self.ticket, self.wait_s, self.cut_to = after, ticket, wait_s, cut_to
         self.until = None
+        self.land_after = None
         self.settled = []                    # (polled, answer, perf_counter) per settle
 
     def stop(self, row):
@@ -47,6 +48,8 @@ class _Owing(Guide):
             return None
         if self.until is None:
             self.until = time.perf_counter() + self.wait_s
+            if self.land_after is not None:      # the answer lands this long after the row's end
+                threading.Timer(self.land_after, self.ticket.land, args=("members",)).start()
         return [self.ticket], self.until
 
     def final_upto(self, row):
@@ -73,7 +76,7 @@ def _run(lm, owing: Guide, new_tokens: int = 40):
 def test_the_other_rows_decode_while_a_row_waits_for_its_answers(tiny_lm):
     ticket = _Ticket()
     owing = _Owing(3, ticket, wait_s=30.0)
-    threading.Timer(0.4, ticket.land, args=("members",)).start()
+    owing.land_after = 0.4
     outs, events = _run(tiny_lm, owing)
     a_tokens = [t for t, e in events if e.kind == "token" and e.row == "a"]
     a_done = next(t for t, e in events if e.kind == "finished" and e.row == "a")
@@ -101,11 +104,10 @@ def test_a_cut_proposed_after_the_wait_lets_the_row_go_on(tiny_lm, land_after):
     (settled at once, as before): the row goes on from the cut and writes what greedy decoding
     of its prompt writes — the pad columns are attended by no one."""
     ticket = _Ticket()
-    if land_after:
-        threading.Timer(land_after, ticket.land, args=("members",)).start()
-    else:
+    if not land_after:
         ticket.land("members")
     owing = _Owing(4, ticket, wait_s=30.0, cut_to=2)
+    owing.land_after = land_after or None
     outs, events = _run(tiny_lm, owing, new_tokens=12)
     plain, _ = _run(tiny_lm, _Plain(), new_tokens=12)
     kinds = [e.kind for _, e in events if e.row == "a"]
@@ -122,8 +124,8 @@ class _Plain(Guide):
 def test_a_lone_waiting_row_runs_no_forwards(tiny_lm, monkeypatch):
     """Every row waiting: the batch sleeps between polls instead of feeding pad columns."""
     ticket = _Ticket()
-    threading.Timer(0.3, ticket.land, args=("members",)).start()
     owing = _Owing(2, ticket, wait_s=30.0)
+    owing.land_after = 0.3
     eng = Engine(tiny_lm.model, tiny_lm.tokenizer, VocabIndex.for_tokenizer(tiny_lm.tokenizer))
     calls = []
     real = eng.forward
@@ -132,3 +134,32 @@ def test_a_lone_waiting_row_runs_no_forwards(tiny_lm, monkeypatch):
     out = eng.generate([RowSpec(prompt, guides=[owing])], SamplingConfig(max_new_tokens=8))[0]
     assert len(out.tokens) == 2 and owing.settled[0][:2] == (True, "members")
     assert len(calls) == 2                  # the prefill, and the forward after the first token
+
+
+class _Holding(Guide):
+    """Holds its row for `hold_s` once it has `at` tokens (an answer it needs first runs)."""
+    stateless = True
+
+    def __init__(self, at: int, hold_s: float):
+        self.at, self.hold_s, self.since, self.held_steps = at, hold_s, None, 0
+
+    def holding(self, row):
+        if len(row.tokens) != self.at or (self.since is not None and time.perf_counter() - self.since >= self.hold_s):
+            return False
+        if self.since is None:
+            self.since = time.perf_counter()
+        self.held_steps += 1
+        return True
+
+
+def test_a_held_row_keeps_its_logits_while_the_others_decode(tiny_lm):
+    """A guide holds row a for 0.3 s after 3 tokens: row b decodes meanwhile; row a then goes on
+    exactly as greedy decoding does (its logits were kept through the pad columns)."""
+    holding = _Holding(3, 0.3)
+    outs, events = _run(tiny_lm, holding, new_tokens=10)
+    plain, _ = _run(tiny_lm, _Plain(), new_tokens=10)
+    a_times = [t for t, e in events if e.kind == "token" and e.row == "a"]
+    b_during = [t for t, e in events if e.kind == "token" and e.row == "b" and a_times[2] < t < a_times[3]]
+    assert a_times[3] - a_times[2] >= 0.25 and holding.held_steps >= 2
+    assert len(b_during) >= 5                   # b's tokens 4-10 come while a is held
+    assert outs[0].tokens == plain[0].tokens and outs[1].tokens == plain[1].tokens

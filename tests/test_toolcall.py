@@ -210,3 +210,50 @@ def test_name_start_only_in_code_not_in_strings_or_comments():
     assert not at('"""doc\n    still the docstring ')
     assert at("s = 'closed' + ")
     assert not at("x = foo")          # inside a name
+
+
+class SlowAnalyzer(FakeAnalyzer):
+    """FakeAnalyzer whose answers land `delay` seconds after the question (a running ticket)."""
+
+    def __init__(self, names, delay):
+        super().__init__(names)
+        self.delay = delay
+
+    def ask(self, query):
+        import threading
+        answer = super().ask(query)
+        done = threading.Event()
+        threading.Timer(self.delay, done.set).start()
+
+        class Ticket:
+            def result(self, timeout=0):
+                return answer.result(0) if done.wait(timeout or 0) else None
+        return Ticket()
+
+    def deadline(self) -> float:
+        return 5.0
+
+
+def test_a_running_tool_call_holds_its_row_instead_of_blocking_the_step(tiny_lm):
+    """The answer lands 0.3 s after <COMP>: the row is held (no token; its logits kept) until it
+    does, then picks the suggestion as with an answer at once; the call is not failed open."""
+    import time
+    fake = SlowAnalyzer({"_registered_updates", "count", "add"}, delay=0.3)
+    gen = _gen(tiny_lm, FOR + "            self.<COMP>_updates.add(update)\n" + TAIL, ToolConfig(enabled=True),
+               analyzer=fake)
+    t0 = time.perf_counter()
+    out = _run(gen)
+    assert time.perf_counter() - t0 >= 0.3
+    assert out.completion.rstrip() == GOOD
+    (t,) = _tool(out)
+    assert t.chosen == "_registered_updates" and not t.failed_open
+
+
+def test_a_tool_call_past_its_deadline_fails_open(tiny_lm):
+    fake = SlowAnalyzer({"_registered_updates"}, delay=30.0)
+    fake.deadline = lambda: 0.2
+    out = _run(_gen(tiny_lm, FOR + "            self.<COMP>_updates.add(update)\n" + TAIL, ToolConfig(enabled=True),
+                    analyzer=fake))
+    (t,) = _tool(out)
+    assert t.failed_open and t.reason == "timeout"
+    assert out.completion.rstrip() == FOR + "            self._updates.add(update)"

@@ -154,6 +154,9 @@ def verify(batch, r, i: int, events: list) -> None:
         row_logits = batch.logits[i]
         row_logits.copy_(logits[j])              # the next position's logits
         constrained = rs.shape(r, row_logits)    # 1. scores, 2. masks
+        if r.held:                               # a guide's answer runs: the row waits on
+            j += 1                               # this position's logits; the rest is masked
+            break
         if constrained is None:                  # a guide failed: the row ended
             events.append(rs.finished(r))
             j += 1

@@ -206,6 +206,11 @@ class Batch(BatchCache):
                 if r.settling is not None:      # waiting for owed answers: polled, no token
                     rs.poll(r, events)
                     continue
+                if r.held:                      # a guide's answer runs: no token this step
+                    if r.draft_cols:            # (drafts fed after its token: unused)
+                        self.mask_columns(i, r.draft_cols)
+                        r.draft, r.draft_cols, r.draft_logits = [], [], None
+                    continue
                 rs.take(r, toks[i], bool(constrained[i]), events, self.logits[i])
             except Exception as exc:
                 rs.fail(r, exc)
@@ -234,7 +239,7 @@ class Batch(BatchCache):
         out = logits.argmax(dim=-1)
         for i, r in enumerate(rows):
             s = r.sampling
-            if r.live and r.settling is None and s.temperature > 0:
+            if r.live and not r.waiting and s.temperature > 0:
                 out[i] = sample_rows(logits[i:i + 1], s.temperature, s.top_p, [r.gen])[0]
         return out.tolist()
 
@@ -243,7 +248,7 @@ class Batch(BatchCache):
     def feed(self) -> None:
         """One new column per live row (the accepted token, or the one re-fed after a cut), and
         after it the row's draft tokens if the drafter proposes some (drafts.py): one forward."""
-        if all(r.settling is not None for r in self.rows):
+        if all(r.waiting for r in self.rows):
             time.sleep(0.002)                   # every row waits on analysis: nothing to decode
             return
         k = self.drafter.width(len(self.rows)) if self.drafter is not None and self.engine.multi_token else 0
@@ -253,7 +258,7 @@ class Batch(BatchCache):
         fed, cols = [], []                      # cols: how many of a row's inputs it attends to
         for r in self.rows:
             v = r.view
-            if r.settling is not None:          # a column no one attends to (as a cut's)
+            if r.waiting:                       # a column no one attends to (as a cut's)
                 fed.append([self.engine.pad_id])
                 cols.append(0)
                 continue
@@ -277,7 +282,7 @@ class Batch(BatchCache):
             self.attn = torch.cat([self.attn, new], 1)
             pos = self.attn.sum(-1, keepdim=True) - 1
             ids = torch.tensor(fed, dtype=torch.long, device=dev)
-            self.logits = self._forward(ids, pos)
+            self._keep_held(self._forward(ids, pos))
             return
         # drafts: W columns for every row; a row's unused ones are masked (attended by no one)
         pad = self.engine.pad_id
@@ -286,11 +291,21 @@ class Batch(BatchCache):
         self.attn = torch.cat([self.attn, new], 1)
         pos = (self.attn.cumsum(-1)[:, -W:] - 1).clamp(min=0)
         logits = self._forward(ids, pos, last_only=False)
-        self.logits = logits[:, 0]
+        self._keep_held(logits[:, 0])
         for i, (r, f) in enumerate(zip(self.rows, fed)):
             if len(f) > 1:
                 r.draft_cols = list(range(col + 1, col + len(f)))
                 r.draft_logits = logits[i, 1: len(f)]
+
+
+    def _keep_held(self, logits) -> None:
+        """The new logits, except a held row's: it takes its token from the ones it had."""
+        held = [i for i, r in enumerate(self.rows) if r.held]
+        if held:
+            idx = torch.tensor(held, device=logits.device)
+            logits = logits.clone()
+            logits[idx] = self.logits[idx]
+        self.logits = logits
 
 
 class Decoding:

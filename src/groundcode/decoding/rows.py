@@ -92,6 +92,8 @@ class Row:
         self.constrained = 0
         self.allowed = None              # this step's combined mask (step.py), for the verdict
         self.steps = 0
+        self.held = False                # this step: a guide holds the row (an answer it needs
+                                         #   first is running): no token, its logits kept
         self.settling = None             # (reason, [(tickets, until)]): the row ends once the
                                          #   answers its guides owe land (step.py's poll)
         self.output: RowOutput | None = None
@@ -99,6 +101,11 @@ class Row:
     @property
     def live(self) -> bool:
         return self.finish is None
+
+    @property
+    def waiting(self) -> bool:
+        """Held this step, or settling: the row takes no token and feeds no input of its own."""
+        return self.held or self.settling is not None
 
     def lookup_seq(self):
         """Prompt + tokens as an int64 array (prompt lookup drafts)."""

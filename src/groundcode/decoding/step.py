@@ -10,7 +10,8 @@ accepts, rolls back, stops and finalises. Every host calls it (no host re-implem
 
     step = RowStep(engine, cut_inputs)    # cut_inputs(r, length): what a host drops besides the
                                           # guides on a cut (cache columns; a pending proposal)
-    constrained = step.shape(r, logits)   # 1. scores, 2. masks (None: a guide failed, row ended)
+    constrained = step.shape(r, logits)   # 1. scores, 2. masks (None: a guide failed, row ended;
+                                          #   r.held: a guide holds the row, no token this step)
     step.take(r, tok, constrained, events, logits)   # 3. choose/verify, 4. accept ... final
     step.finish(r, reason, events) / step.cancel(r) / step.fail(r, exc) / step.finished(r)
 
@@ -90,11 +91,15 @@ class RowStep:
         applied; None if a guide failed (the row ended)."""
         v = r.view
         r.allowed = None
+        r.held = False
         if not r.live or v.forced or r.settling is not None:
             return False
         try:
             for g in r.scorers:
                 g.logits(v, logits)
+            if any(g.holding(v) for g in r.guides):   # an answer it needs first is running:
+                r.held = True                          # no token this step (the host keeps
+                return False                           # the row's logits), the others go on
             allowed = mask_of(v, r.guides)
         except Exception as exc:                # a failing guide ends its own row only
             self.fail(r, exc)

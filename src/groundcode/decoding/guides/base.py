@@ -195,10 +195,11 @@ class Guide:
         """Back to a snapshot; `row` is already cut back to the snapshot's length."""
 
     def holding(self, row: RowView) -> bool:
-        """Asked by a host whose tokens come a chunk at a time (a remote server) before it takes
-        a token for this row: True while an answer the guide needs first is still running (the
-        row waits; the batch's other rows go on). A guide that holds ends the hold itself (the
-        answer landed, or its deadline passed: it fails open)."""
+        """Asked by a host that holds rows (engine.Batch after the scores, remote.RemoteBatch)
+        before it takes a token for this row: True while an answer the guide needs first is
+        still running (the row takes no token and keeps its logits; the batch's other rows go
+        on). A guide that holds ends the hold itself (the answer landed, or its deadline passed:
+        it fails open)."""
         return False
 
     def tokens_in_chunks(self) -> None:

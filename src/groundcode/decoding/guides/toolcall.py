@@ -38,8 +38,11 @@ guide does. Its state is one snapshot tuple per token for the engine's checkpoin
 of triggers are dropped by the engine on a cut, by their token index, never by this guide).
 Triggers are recorded as TriggerRecord(receiver="<COMP>" or "<entropy>", ...).
 The analyzer is asked through its interface (`NamesQuery` -> ticket); the tool call needs the
-answer before the model writes on, so a running one is waited for through the batch's
-`WaitPolicy` (bounded by the analyzer's deadline and the step's shared window), then fails open.
+answer before the model writes on. A running one makes the state PENDING: a host that holds rows
+(engine.Batch, remote.RemoteBatch: `holding`) keeps this row out of its steps while the others
+decode, and the answer is taken when it lands or the analyzer's deadline passes (then the call
+fails open); a host that does not (transformers' generate) waits for it in `mask` through the
+batch's `WaitPolicy` (bounded by the deadline and the step's shared window).
 Not here: jedi (analysis/jedi_*.py), narrowing (narrowing.py), the loop (decoding/engine.py).
 Test: tests/test_toolcall.py.
 """
@@ -49,6 +52,7 @@ import hashlib
 import keyword
 import math
 import re
+import time
 
 import numpy as np
 
@@ -58,7 +62,7 @@ from ...pycode import Lexer
 from .base import Guide, RowView, TriggerRecord
 from .narrowing import Narrowing, is_dunder
 
-WAIT, SELECT = "wait", "select"
+WAIT, PENDING, SELECT = "wait", "pending", "select"
 COMP_RECEIVER, ENTROPY_RECEIVER = "<COMP>", "<entropy>"
 _KEYWORDS = frozenset(keyword.kwlist)
 _NAME_START = re.compile(r"([ \t]*\.?)[A-Za-z_]")
@@ -89,13 +93,14 @@ class ToolCallGuide(Guide):
         self.record: TriggerRecord | None = None
         self.ban = False                   # <COMP> banned for the next step (after a failed call)
         self.lexer = Lexer(self.ctx.lex_prefix)
+        self.call = None                   # PENDING: (ticket, query, lead, asked_at)
 
     def snapshot(self) -> tuple:
         nar = self.nar
-        return (self.state, nar, nar.snapshot() if nar is not None else None, self.record, self.ban)
+        return (self.state, nar, nar.snapshot() if nar is not None else None, self.record, self.ban, self.call)
 
     def restore(self, row: RowView, snap: tuple) -> None:
-        self.state, self.nar, ns, self.record, self.ban = snap
+        self.state, self.nar, ns, self.record, self.ban, self.call = snap
         if self.nar is not None:
             self.nar.restore(ns)
         self.lexer.rewind(len(self.ctx.lex_prefix) + len(row.text))
@@ -129,7 +134,23 @@ class ToolCallGuide(Guide):
         if ok:
             self._trigger(row, ENTROPY_RECEIVER, lead)
 
+    def holding(self, row: RowView) -> bool:
+        """PENDING on a host that holds rows: True while the answer runs (within the deadline)."""
+        if self.state != PENDING:
+            return False
+        ticket, query, lead, asked_at = self.call
+        a = ticket.result(0)
+        if a is None and time.perf_counter() - asked_at < (self.analyzer.deadline() or 2.0) \
+                and not (row.cancelled is not None and row.cancelled.is_set()):
+            return True
+        self._land(row, a or empty_answer(query, "timeout"), lead)
+        return False
+
     def mask(self, row: RowView) -> np.ndarray | None:
+        if self.state == PENDING:          # a host that does not hold rows: wait here (bounded)
+            ticket, query, lead, _ = self.call
+            a = ticket.result(0) or self.waits.wait([ticket], self.analyzer.deadline(), row.cancelled)[0]
+            self._land(row, a or empty_answer(query, "timeout"), lead)
         if self.state != SELECT:
             return None
         ids = self.nar.allowed()
@@ -180,9 +201,15 @@ class ToolCallGuide(Guide):
         query = NamesQuery(sp, key, receiver)
         ticket = self.analyzer.ask(query)
         a = ticket.result(0)
-        if a is None:
-            a = self.waits.wait([ticket], self.analyzer.deadline(), row.cancelled)[0] or \
-                empty_answer(query, "timeout")
+        if a is None:                      # running: the row waits for it (`holding`, `mask`)
+            self.state, self.call = PENDING, (ticket, query, lead, time.perf_counter())
+            return
+        self._land(row, a, lead)
+
+    def _land(self, row: RowView, a, lead: str) -> None:
+        """The analyzer's answer (or a failed one): SELECT under the suggestions, or fail open."""
+        rec = self.record
+        self.state, self.call = WAIT, None
         rec.analysis_ms = round(a.ms, 3)
         rec.cache_hit = a.cache_hit
         rec.candidates = len(a.names)
