@@ -119,35 +119,42 @@ class Generator:
                 out.append((p.name, key[0], p.pid))
         return out
 
-    def analyzer(self, repo: Path, python: Path | None = None, trust: bool = False):
+    def analyzer(self, repo: Path, python: Path | None = None, trust: bool = False, language=None):
         """The analyzer of a repository (one per repository, interpreter, trust and monitor
         settings, kept warm; views with another monitor configuration get their own). What it
         may run is trust.py's: `python` (else MonitorConfig.python) when named; the repository's
         own venv only when the workspace is trusted (`trust`, MonitorConfig.trust or the user's
-        trusted list); else this interpreter, with the venv's site-packages read as files."""
+        trusted list); else this interpreter, with the venv's site-packages read as files.
+        `language` (languages.Language): a file that is not Python is analyzed by its language's
+        server — TypeScript's for TypeScript and JavaScript — when the configured analyzer is
+        Jedi (Python's alone); the SDK analyzer (botocore) answers for Python only."""
         m = self.monitor
+        server = m.analyzer
+        if language is not None and language.name != "python":
+            from .analysis.lsp_servers import server_for
+            server = server_for(language.name, server)
         python = python or m.python
         trust = bool(trust or m.trust)
         root = Path(repo).resolve()
         py = str(python) if python else None
-        key = (root, py, trust, m.deadline_s, m.hide_private, m.hide_dunder, m.sdk, m.analyzer)
+        key = (root, py, trust, m.deadline_s, m.hide_private, m.hide_dunder, m.sdk, server)
         with self._shared["lock"]:      # the scheduler, a prewarm and a server thread may all ask
-            return self._analyzer(key, root, python, trust, m)
+            return self._analyzer(key, root, python, trust, m, server)
 
-    def _analyzer(self, key, root, python, trust, m):
+    def _analyzer(self, key, root, python, trust, m, server: str):
         py = key[1]
         a = self._analyzers.get(key) or self._analyzers.get((root, py))   # set_analyzer serves all
         if a is None:
-            if m.analyzer != "jedi":          # a language server (reads files, runs nothing)
+            if server != "jedi":          # a language server (reads files, runs nothing)
                 from .analysis.lsp_client import LspAnalyzer
                 from .trust import search_paths
-                a = LspAnalyzer(root, m.analyzer, deadline_s=m.deadline_s, hide_private=m.hide_private,
+                a = LspAnalyzer(root, server, deadline_s=m.deadline_s, hide_private=m.hide_private,
                                 hide_dunder=m.hide_dunder, paths=search_paths(root, python))
             else:
                 from .analysis.jedi_client import JediAnalyzer
                 a = JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,
                                  hide_dunder=m.hide_dunder, python=python, trust=trust)
-            if m.sdk:
+            if m.sdk and server != "typescript":
                 from .analysis.sdk import ChainAnalyzer, SdkAnalyzer, botocore_version
                 if botocore_version():        # botocore installed: SDK first, else Jedi
                     a = ChainAnalyzer([SdkAnalyzer(), a])
@@ -155,8 +162,9 @@ class Generator:
         return a
 
     def analyzer_for(self, ctx):
-        """The analyzer of a context's repository, with its interpreter and trust."""
-        return self.analyzer(ctx.repo, ctx.python, ctx.trust)
+        """The analyzer of a context's repository, with its interpreter and trust, for its
+        file's language."""
+        return self.analyzer(ctx.repo, ctx.python, ctx.trust, ctx.language)
 
     def set_analyzer(self, repo: Path, analyzer, python: Path | None = None) -> None:
         """Use `analyzer` (anything with the analysis.base.Analyzer interface) for `repo`."""

@@ -56,7 +56,13 @@ class CodeContext:
         if not self.version:
             self.version = text_version(self.before + "\0" + self.after)
         if not self.lex_prefix:
-            self.lex_prefix = statement_tail(self.before)
+            self.lex_prefix = self.language.lex_prefix(self.before)
+
+    @property
+    def language(self):
+        """The language layer's facts for this file (languages/: by its extension)."""
+        from .languages import language_of
+        return language_of(self.path)
 
     def continued(self, owed: str) -> "CodeContext":
         """The context the engine's rows see when the prompt ends at before + lead minus its
@@ -122,18 +128,6 @@ class Splice:
     column: int
     path: Path
     overlay: object = None
-
-
-def statement_tail(before: str, max_lines: int = 2000) -> str:
-    """`before` from the last line that starts a top-level statement (column 0)."""
-    lines = split_lines(before, keepends=True)
-    lo = max(0, len(lines) - max_lines)
-    for k in range(len(lines) - 1, lo - 1, -1):
-        ln = lines[k]
-        if ln[:1] not in ("", " ", "\t", "\n", "\r", "#", ")", "]", "}") and k < len(lines) - 1 \
-                or (k == len(lines) - 1 and ln[:1] not in ("", " ", "\t", "#")):
-            return "".join(lines[k:])
-    return "".join(lines[lo:]) if lo else before
 
 
 def region_context(path: str | Path, repo: str | Path, text: str, line: int, col: int,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import keyword
 import re
 
+from .lines import split_lines
+
 _IDENT = re.compile(r"[A-Za-z0-9_]*")
 _ASSIGN_AFTER = re.compile(r"\s*(=(?!=)|:)")
 _KW_EQ_DONE = re.compile(r"[ \t]*=[^=]")
@@ -474,3 +476,15 @@ def imported_names(text: str) -> list[str]:
 
 
 _DOTTED_NAME = re.compile(r"(?<![\w.])([^\W\d]\w*)\.\w")
+
+
+def statement_tail(before: str, max_lines: int = 2000) -> str:
+    """`before` from the last line that starts a top-level statement (column 0)."""
+    lines = split_lines(before, keepends=True)
+    lo = max(0, len(lines) - max_lines)
+    for k in range(len(lines) - 1, lo - 1, -1):
+        ln = lines[k]
+        if ln[:1] not in ("", " ", "\t", "\n", "\r", "#", ")", "]", "}") and k < len(lines) - 1 \
+                or (k == len(lines) - 1 and ln[:1] not in ("", " ", "\t", "#")):
+            return "".join(lines[k:])
+    return "".join(lines[lo:]) if lo else before

@@ -332,7 +332,7 @@ class LspAnalyzer:
             if after_dot else T.CompletionContext(trigger_kind=T.CompletionTriggerKind.Invoked)
         res = await c.text_document_completion_async(T.CompletionParams(
             text_document=T.TextDocumentIdentifier(uri=uri), position=self._position(at), context=ctx))
-        return members(res, after_dot, self.complete_members)
+        return members(res, after_dot, self.complete_members, dunders=language_id(at.path) == "python")
 
     # -- answers ----------------------------------------------------------------------------------
     def _hidden(self, names) -> frozenset:

@@ -85,10 +85,11 @@ def _kinds():
             K.Unit: "instance", K.Event: "instance", K.TypeParameter: "class", K.Reference: "instance"}
 
 
-def members(res, after_dot: bool, complete_members: bool) -> tuple[frozenset, dict, str | None]:
+def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) -> tuple[frozenset, dict, str | None]:
     """A completion answer as names with their kinds (Jedi's words); keywords, snippets and text
     items dropped. A list of `object`'s dunders only means the server does not know the type
-    ("untyped"); an `isIncomplete` list is open unless the server lists every member after a dot."""
+    ("untyped"); an `isIncomplete` list is open unless the server lists every member after a dot.
+    `dunders`: Python's (a dunder after a dot is never forbidden); False for other languages."""
     from lsprotocol import types as T
     if res is None:
         return frozenset(), {}, "empty"
@@ -112,7 +113,7 @@ def members(res, after_dot: bool, complete_members: bool) -> tuple[frozenset, di
         return frozenset(names), kinds, "incomplete: the server did not list every member"
     if not names:
         return frozenset(), kinds, "empty"
-    if after_dot:         # servers list dunders unevenly (ty: no `__name__` after `self.__class__.`):
+    if after_dot and dunders:   # servers list dunders unevenly (ty: no `__name__` after `self.__class__.`):
         names |= DUNDERS  # a dunder is never what a server's answer forbids
     return frozenset(names), kinds, None
 

@@ -287,3 +287,16 @@ def install(name: str, progress=None) -> Path:
 def _mkdir(p: Path) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def server_for(language: str, configured: str) -> str:
+    """The server that analyzes `language`: the configured one where it serves that language
+    (Jedi serves Python alone), else the first pinned server that does (TypeScript's for
+    TypeScript and JavaScript)."""
+    spec = SERVERS.get(configured)
+    if spec is not None and language in spec.languages:
+        return configured
+    for name, spec in SERVERS.items():
+        if language in spec.languages:
+            return name
+    raise GroundcodeError(f"no language server analyzes {language} (groundcode analyzers list)")

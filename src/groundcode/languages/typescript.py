@@ -1,7 +1,10 @@
 """Lexical facts about partial TypeScript / JavaScript code (the language layer's TypeScript half,
 issue 32; Python's are pycode.py's): is a dot code (a member access, `?.` included) or inside a
-string, template literal, comment, regular expression or number; the receiver before it. (Where
-TypeScript declares a new member — class fields, object literals — is not told yet.)
+string, template literal, comment, regular expression or number; the receiver before it; the
+class and function whose braces are open at the cursor (`enclosing_scope`). A name after a dot is
+never a declaration in TypeScript (members are declared in classes, interfaces and object
+literals, without a dot: `could_bind` is False); in JavaScript `this.x = …` creates one, as in
+Python.
 
     lx = Lexer(prefix)                 # the text before the generated region
     lx.dot_is_code(text, k)            # text grows at the end; rewind(n) after a cut
@@ -12,12 +15,13 @@ One incremental scanner (a state machine over characters, not a regular expressi
 template literals nest code in `${…}`, and a `/` is a division or a regular expression by what
 precedes it), with checkpoints at line starts so a question scans only from the last one; the
 questions come on rare events (a token holding a dot), as for Python.
-Not wired into the guides yet (the layer's Python half still lives in pycode.py).
+Used through languages.TYPESCRIPT / JAVASCRIPT (the dereference monitor, CodeContext).
 Test: tests/test_languages_typescript.py.
 """
 from __future__ import annotations
 
 import bisect
+import re
 
 CODE, STRING, TEMPLATE, LINE_COMMENT, BLOCK_COMMENT, REGEX, NUMBER = (
     "code", "string", "template", "line_comment", "block_comment", "regex", "number")
@@ -257,3 +261,75 @@ def receiver_before(text: str, dot: int) -> str:
         else:
             break
     return text[i:end].strip()
+
+
+_CLASS = re.compile(r"\bclass\s+([A-Za-z_$][\w$]*)")
+_FUNCTION = re.compile(r"(?:\bfunction\s*\*?\s*([A-Za-z_$][\w$]*)"
+                       r"|(?:\b(?:const|let|var)\s+|^|[\s,;])([A-Za-z_$][\w$]*)\s*[:=]\s*(?:async\s*)?(?:function\b|\([^()]*\)\s*(?::[^=]*)?=>|[A-Za-z_$][\w$]*\s*=>)"
+                       r"|^\s*(?:(?:public|private|protected|static|async|readonly|override|get|set)\s+)*\*?\s*([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\s*\()")
+_KEYWORDS_NOT_NAMES = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function"})
+
+
+def open_blocks(before: str) -> list[str]:
+    """The headers of the `{` blocks still open at the end of `before`, outermost first (code
+    braces only: strings, comments, regular expressions and template literals skipped)."""
+    st, i, opened = _State(), 0, []
+    while i < len(before):
+        c, mode = before[i], st.mode
+        j = _step(st, before, i)
+        if mode == CODE:
+            if c == "{":
+                opened.append(i)
+            elif c == "}" and st.mode == CODE and opened:    # (a `}` closing `${` goes to TEMPLATE)
+                opened.pop()
+        i = j
+    heads = []
+    for k in opened:
+        start = max(before.rfind(";", 0, k), before.rfind("{", 0, k), before.rfind("}", 0, k)) + 1
+        heads.append(" ".join(before[start:k].split()))
+    return heads
+
+
+def enclosing_scope(before: str) -> tuple[str, None, None]:
+    """("Class.method" | "method" | "Class" | "<module>", None, None): the innermost function-like
+    block open at the end of `before` and the class around it (the cache scope of an answer; the
+    class's text is Python's business: None, None)."""
+    cls = fn = ""
+    for head in open_blocks(before):
+        m = _CLASS.search(head)
+        if m:
+            cls, fn = m.group(1), ""
+            continue
+        f = _FUNCTION.search(head)
+        name = next((g for g in f.groups() if g), "") if f else ""
+        if name and name not in _KEYWORDS_NOT_NAMES:
+            fn = name
+    scope = ".".join(x for x in (cls, fn) if x)
+    return scope or "<module>", None, None
+
+
+def could_bind_ts(line_before_receiver: str) -> bool:
+    return False
+
+
+def _binding_never(after: str) -> bool:
+    return False
+
+
+def _whole(before: str) -> str:
+    return before
+
+
+def _languages():
+    from .. import pycode
+    from .base import Language
+    ts = Language(name="typescript", lsp_id="typescript", extensions=(".ts", ".tsx", ".mts", ".cts"),
+                  line_comment="//", Lexer=Lexer, receiver_before=receiver_before, could_bind=could_bind_ts,
+                  binding_verdict=_binding_never, enclosing_scope=enclosing_scope, lex_prefix=_whole)
+    js = Language(name="javascript", lsp_id="javascript", extensions=(".js", ".jsx", ".mjs", ".cjs"),
+                  line_comment="//", Lexer=Lexer, receiver_before=receiver_before, could_bind=pycode.could_bind,
+                  binding_verdict=pycode.binding_verdict, enclosing_scope=enclosing_scope, lex_prefix=_whole)
+    return ts, js
+
+
+TYPESCRIPT, JAVASCRIPT = _languages()

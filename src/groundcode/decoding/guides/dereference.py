@@ -61,7 +61,7 @@ import time
 
 import numpy as np
 
-from ...pycode import Lexer, block_end, could_bind, enclosing_scope, ident_run, receiver_before
+from ...pycode import block_end, ident_run
 from ...analysis.base import Analysis, Answered, MembersQuery
 from ...analysis.guards import isinstance_guards
 from ...analysis.wait import PatientWait, WaitPolicy
@@ -107,14 +107,16 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
     def reset(self, row: RowView) -> None:
         ctx = row.context
         self.ctx = ctx
+        self.lang = lang = ctx.language           # lexical facts of the file's language
+        self.heuristics = lang.heuristics         # Python's readings of the text (see _analyze)
         self._dot, self._newline = token_flags(row.vocab)
         self.prefix = ctx.lex_prefix
-        self.lexer = Lexer(self.prefix)
+        self.lexer = lang.Lexer(self.prefix)
         before, after = ctx.before, ctx.after
         # the file outside the function being written (its class's other methods included):
         # unchanged by edits inside the function, changed by a method written elsewhere
         self.version = ctx.outside_version()
-        self.scope, cls_off, cls_indent = enclosing_scope(before)
+        self.scope, cls_off, cls_indent = lang.enclosing_scope(before)
         self._class_text = self._class_read = ""
         self._class_attrs: dict[str, set] = {}
         if cls_off is not None:          # the enclosing class's text around the function
@@ -125,7 +127,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             self._class_read = re.sub(r"\.\w*$", ".", before[cls_off:]) + tail
         self._vocab = self._vocab_names = None
         self._buffer = ""
-        if self.vocabulary and ctx.repo is not None:
+        if self.vocabulary and self.heuristics and ctx.repo is not None:   # (a Python project's names)
             from ...analysis.vocabulary import buffer_of, project_vocabulary
             self._vocab = project_vocabulary(ctx.repo)
             self._buffer = buffer_of(ctx)         # the file as the row has it (not its disk copy)
@@ -145,13 +147,14 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         self._cursor = (None, "")                 # (the cursor's trigger, the name typed before it)
         asked = None
         if m and self.lexer.dot_is_code(p, m.start()):
-            asked = receiver_before(p, m.start())
+            asked = lang.receiver_before(p, m.start())
             if self._analyze(row, "", hold_ok=not m.group(1)) is not None:
                 self._start(row, 0, ".", 0)
                 self._cursor_name(row, m.group(1) or "")
                 self._cursor = (self.record, m.group(1) or "")
         self._hold = 0
-        self._prefetch(asked, row.cancelled)
+        if self.heuristics:
+            self._prefetch(asked, row.cancelled)
         self._snap_cache = None
 
     def _clear(self) -> None:
@@ -232,25 +235,29 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         row, `holding`); else the answer is waited for."""
         ctx = self.ctx
         full = self.prefix[: len(self.prefix) - self._hold] + upto_dot
-        receiver = receiver_before(full, len(full) - 1)
+        receiver = self.lang.receiver_before(full, len(full) - 1)
         root = ident_run(receiver)
         rec = TriggerRecord(receiver=receiver, candidates=0, analyzer=self.analyzer.name)
         row.triggers.append(rec)
         self.ticket, self.nar = None, None
-        guess = self._guessed(root, upto_dot)
+        guess = self._guessed(root, upto_dot) if self.heuristics else None
         if guess:                 # not asked: fails open, or the member vocabulary holds it
             rec.asked = False
             self._extra_names = self._extra(receiver, upto_dot)
             ticket = Answered(Analysis(receiver, frozenset(), 0.0, False, f"inferred: {guess}"))
         else:
-            key = self._key(receiver, upto_dot, full)
-            guards = isinstance_guards(full, full.count("\n") + 1, len(full) - full.rfind("\n") - 1, receiver)
-            if guards:            # narrowed here: another answer than the receiver's elsewhere
-                key = (*key, tuple(guards))
             at = ctx.splice(upto_dot, drop=self._hold)
-            if self.reproducible:  # reused only for the same question (samples sharing a prefix)
+            if self.heuristics:
+                key = self._key(receiver, upto_dot, full)
+                guards = isinstance_guards(full, full.count("\n") + 1, len(full) - full.rfind("\n") - 1, receiver)
+                if guards:        # narrowed here: another answer than the receiver's elsewhere
+                    key = (*key, tuple(guards))
+                self._extra_names = self._extra(receiver, upto_dot)
+            else:                 # another language: no reading of the text, one key per question
+                key = (self.version, self.scope, receiver)
+                self._extra_names = set()
+            if self.reproducible or not self.heuristics:   # reused only for the same question
                 key = (*key, _digest(at.code), at.line, at.column)
-            self._extra_names = self._extra(receiver, upto_dot)
             ticket = self.analyzer.ask(MembersQuery(at, receiver, key, ended=row.cancelled))
         if self._vocab is not None:   # an answer for an unknown type also waits for the vocabulary
             ticket = _WithVocabulary(ticket, self)
@@ -314,10 +321,10 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         if not (self.allow_bindings and self.free_ok):
             return False
         full = self.prefix[: len(self.prefix) - self._hold] + upto_dot
-        receiver = receiver_before(full, len(full) - 1)
+        receiver = self.lang.receiver_before(full, len(full) - 1)
         start = self.lexer.line_start()
         line_before = full[start: len(full) - 1 - len(receiver)]
-        return could_bind(line_before)
+        return self.lang.could_bind(line_before)
 
     # -- the protocol -------------------------------------------------------------------------
     def mask(self, row: RowView) -> np.ndarray | None:
@@ -366,7 +373,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
 
     def advance(self, row: RowView, token: int) -> int | None:
         if self.state is WAIT and self._pending is None and not self._dot[token] and not self.late:
-            if self._newline[token] and self.speculate:
+            if self._newline[token] and self.speculate and self.heuristics:
                 self._prefetch_bound(row)
             return None                     # the common free step: nothing to do
         self._snap_cache = None

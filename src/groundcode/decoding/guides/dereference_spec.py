@@ -6,7 +6,7 @@ tests/test_dereference_states.py.
 """
 from __future__ import annotations
 
-from ...pycode import binding_verdict, ident_run
+from ...pycode import ident_run
 from .base import Rollback, RowView
 
 WAIT, NARROW, FREE, PENDING, SPEC = "wait", "narrow", "free", "pending", "spec"
@@ -153,7 +153,7 @@ class SpeculationLedger:
         return None
 
     def _decide(self, row: RowView) -> int | None:
-        verdict = binding_verdict(row.text[self.name_end:])
+        verdict = self.lang.binding_verdict(row.text[self.name_end:])
         if verdict is None:
             return None
         if verdict:

@@ -122,6 +122,8 @@ def _dereference(s: GuideSpec):
 @register("keywords")
 def _keywords(s: GuideSpec):
     from .keyword_args import KeywordArgMonitor
+    if not s.row_ctx.language.heuristics:       # Python's keyword arguments (its lexer, its calls)
+        return None
     return KeywordArgMonitor(s.generator.analyzer_for(s.row_ctx))
 
 

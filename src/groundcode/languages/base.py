@@ -1,0 +1,21 @@
+"""The language layer's one type: what a language answers (languages/__init__.py says where)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Language:
+    name: str                          # "python", "typescript"
+    lsp_id: str                        # the LSP languageId of its main extension
+    extensions: tuple[str, ...]
+    line_comment: str
+    Lexer: type                        # Lexer(prefix): dot_is_code(text, k), line_start(), rewind(n)
+    receiver_before: Callable[[str, int], str]
+    could_bind: Callable[[str], bool]
+    binding_verdict: Callable[[str], "bool | None"]
+    enclosing_scope: Callable[[str], tuple]
+    lex_prefix: Callable[[str], str]
+    heuristics: bool = False           # the monitor's Python-only readings of the text (type
+                                       # guesses, isinstance guards, rebinding keys, prefetches)

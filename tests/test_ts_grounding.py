@@ -1,0 +1,53 @@
+"""TypeScript through the product (issue 32): a .ts file's context speaks TypeScript (its lexer,
+receivers and scope from languages/typescript.py), the dereference monitor asks TypeScript's
+server (chosen for the file even where the configured analyzer is Jedi), a member name after
+`this.registry.` is one of Registry's (no Python dunders let through), and Python-only guides
+(keyword arguments) are not built for it. Fixture: tests/fixtures/tsshop; the bundled tiny model."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groundcode.analysis import lsp_servers
+from groundcode.api import Generator
+from groundcode.config import MonitorConfig, SamplingConfig
+from groundcode.context import cursor_context
+from groundcode.languages import PYTHON, TYPESCRIPT, language_of
+from groundcode.languages.typescript import enclosing_scope
+
+REPO = Path(__file__).parent / "fixtures" / "tsshop"
+
+
+@pytest.fixture(scope="module")
+def ts():
+    return lsp_servers.install("typescript")
+
+
+def test_a_ts_context_speaks_typescript():
+    ctx = cursor_context(REPO / "src" / "cart.ts", 9, 25, REPO)
+    assert ctx.language is TYPESCRIPT and language_of("a/b.py") is PYTHON
+    assert ctx.lex_prefix == ctx.before                 # the lexer starts at the file's start
+    assert enclosing_scope(ctx.before)[0] == "Cart.add"
+    assert TYPESCRIPT.receiver_before(ctx.before, len(ctx.before) - 1) == "this.registry"
+    assert not TYPESCRIPT.could_bind("    ")             # a member after a dot is never declared
+
+
+def test_members_after_a_dot_come_from_typescripts_server(ts, tiny_lm):
+    with Generator(tiny_lm, MonitorConfig(enabled=True)) as gen:     # configured: Jedi
+        ctx = cursor_context(REPO / "src" / "cart.ts", 9, 25, REPO)
+        assert gen.analyzer_for(ctx).name == "typescript"
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=6))[0][0]
+        trig = [t for t in out.triggers if t.receiver == "this.registry"]
+        assert trig and not trig[0].failed_open and trig[0].candidates == 3     # register, size, latestUpdate
+        assert trig[0].chosen in ("register", "size", "latestUpdate")
+        assert out.completion.startswith(trig[0].chosen)
+
+
+def test_python_only_guides_are_not_built_for_typescript(tiny_lm):
+    from groundcode.decoding.guides.registry import FACTORIES, GuideSpec
+    with Generator(tiny_lm, MonitorConfig(enabled=True)) as gen:
+        ts_ctx = cursor_context(REPO / "src" / "cart.ts", 9, 25, REPO)
+        py_ctx = cursor_context(Path(__file__).parent / "fixtures" / "shop" / "shop" / "cart.py", 1, 0)
+        built = {c.language.name: FACTORIES["keywords"](GuideSpec(gen, c, None, None, ())) for c in (ts_ctx, py_ctx)}
+        assert built["typescript"] is None and type(built["python"]).__name__ == "KeywordArgMonitor"
