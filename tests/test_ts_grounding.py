@@ -11,7 +11,7 @@ import pytest
 
 from groundcode.analysis import lsp_servers
 from groundcode.api import Generator
-from groundcode.config import MonitorConfig, SamplingConfig
+from groundcode.config import MonitorConfig, PromptConfig, SamplingConfig
 from groundcode.context import cursor_context
 from groundcode.languages import PYTHON, TYPESCRIPT, language_of
 from groundcode.languages.typescript import enclosing_scope
@@ -51,3 +51,26 @@ def test_python_only_guides_are_not_built_for_typescript(tiny_lm):
         py_ctx = cursor_context(Path(__file__).parent / "fixtures" / "shop" / "shop" / "cart.py", 1, 0)
         built = {c.language.name: FACTORIES["keywords"](GuideSpec(gen, c, None, None, ())) for c in (ts_ctx, py_ctx)}
         assert built["typescript"] is None and type(built["python"]).__name__ == "KeywordArgMonitor"
+
+
+def test_a_typescript_body_ends_at_the_brace_that_closes_it(tiny_lm):
+    """A body written into Cart.add (a scripted model plants it): the row stops at the `}` that
+    closes the body — not at one inside a string, a template's `${}` or a nested block — and
+    the completion ends before it (the file's own brace follows the region)."""
+    from groundcode.context import CodeContext
+    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.models.load import LoadedModel
+
+    from scripted import ScriptedLM, planted
+    text = (REPO / "src" / "cart.ts").read_text()
+    start = text.index("number {", text.index("add(")) + len("number {")
+    end = text.index("\n  }\n}", start) + 3
+    body = ' if (item) { this.registry.register(`${ {a: "}"}.a }`); } return 1; '
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    model = ScriptedLM(tiny_lm, vocab, planted(body + "}\n\n  more(): void {}\n}\n"))
+    ctx = CodeContext(path=REPO / "src" / "cart.ts", repo=REPO, before=text[:start], after=text[end:],
+                      scope="Cart.add", starts_at_line=False, kind="body")
+    with Generator(LoadedModel(model, tiny_lm.tokenizer, "scripted", "cpu", "float32"),
+                   MonitorConfig(enabled=False), prompt=PromptConfig(heal=False)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=80))[0][0]
+    assert out.finish_reason == "stop" and out.completion == body

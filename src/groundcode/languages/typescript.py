@@ -333,3 +333,37 @@ def _languages():
 
 
 TYPESCRIPT, JAVASCRIPT = _languages()
+
+
+class Braces:
+    """The brace depth of code written after a block's `{`, scanned as it grows: `feed(text)`
+    returns the offset in `text` of the `}` that closes the block (depth below 0), or None.
+    Strings, comments, regular expressions and template literals are skipped (a `}` that closes a
+    template's `${` is not the block's). `snapshot()` / `restore(snap)` for rollbacks."""
+
+    def __init__(self, depth: int = 0):
+        self.st, self.pos, self.depth = _State(), 0, depth
+
+    def feed(self, text: str) -> int | None:
+        st, i, depth = self.st, self.pos, self.depth
+        while i < len(text):
+            c, mode = text[i], st.mode
+            j = _step(st, text, i)
+            if mode == CODE:
+                if c == "{":
+                    depth += 1
+                elif c == "}" and st.mode == CODE:
+                    depth -= 1
+                    if depth < 0:
+                        self.pos, self.depth = i, depth
+                        return i
+            i = j
+        self.pos, self.depth = i, depth
+        return None
+
+    def snapshot(self) -> tuple:
+        return self.st.copy(), self.pos, self.depth
+
+    def restore(self, snap: tuple) -> None:
+        st, self.pos, self.depth = snap
+        self.st = st.copy()

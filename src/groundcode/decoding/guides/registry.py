@@ -86,7 +86,11 @@ def _heal(s: GuideSpec):
 @register("body_end")
 def _body_end(s: GuideSpec):
     from .body_end import BodyEnd
-    ind = s.row_ctx.stop_indent if s.row_ctx is not None else None
+    ctx = s.row_ctx
+    if ctx is not None and not ctx.language.heuristics:      # braces end blocks (TS, JS)
+        from .brace_end import BraceEnd
+        return BraceEnd(s.prompt.owed) if ctx.kind == "body" else None
+    ind = ctx.stop_indent if ctx is not None else None
     return BodyEnd(ind) if ind is not None else None
 
 

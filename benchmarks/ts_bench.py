@@ -1,0 +1,223 @@
+"""The TypeScript benchmark (issue 32): baseline vs monitored on the typescript recipe's tasks,
+greedy, one model, judged by TypeScript's compiler.
+
+    .venv/bin/python benchmarks/ts_bench.py [--model smollm2-135m] [--functions 240] [--dereference 300]
+
+Needs: groundcode analyzers install typescript; groundcode bench build --recipe typescript --out DIR
+(default DIR: ~/.cache/groundcode/bench/typescript).
+
+Function tasks: the body is written from the signature and the doc comment (the file before the
+body's `{…` and after its `}` in view), stopped at the brace that closes it (guides/brace_end.py);
+the package is compiled with the body in place (`tsc --noEmit` on its recipe tsconfig, in the
+sandbox: evaluation/tsc_judge.py) and only errors the reference body does not have count
+(evaluation/ts_scoring.py). Metrics: compile rate, member errors (TS2339 + TS2551), errors by
+code, EditSim. Dereference tasks: the rest of a line after `obj.` in a method; next-identifier
+match (the first name written is the reference's), exact line, EditSim.
+The monitored arm is the product's default monitor; a .ts file is analyzed by TypeScript's own
+server (`tsc --lsp`). Tasks are taken in the recipe's order (every package), the first N of each
+kind per `--functions/--dereference`; samples go to $W (resumable), the table to stdout and the
+figures with paired bootstrap intervals (monitored − baseline, tasks resampled, seeded) to
+benchmarks/results/ts_bench_<model>.json. Not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+ROOT = Path(__file__).resolve().parents[1]
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def first_identifier(text: str) -> str:
+    m = _IDENT.search(text)
+    return m.group(0) if m else ""
+
+
+def context_for(task: dict, text: str):
+    from groundcode.context import CodeContext
+    repo = Path(task["repo_dir"])
+    if task["kind"] == "function":
+        return CodeContext(path=repo / task["path"], repo=repo, before=text[: task["body_start"]],
+                           after=text[task["body_end"]:], scope=task["scope"], starts_at_line=False,
+                           reference=task["reference"], kind="body")
+    eol = text.find("\n", task["offset"])
+    eol = len(text) if eol < 0 else eol
+    return CodeContext(path=repo / task["path"], repo=repo, before=text[: task["offset"]],
+                       after=text[eol:], scope=task["scope"], starts_at_line=False,
+                       reference=task["reference"], kind="cursor")
+
+
+def pick(tasks: list[dict], kind: str, n: int) -> list[dict]:
+    """The first n tasks of a kind, spread over the packages (round robin in recipe order)."""
+    by_pkg: dict[str, list[dict]] = {}
+    for t in tasks:
+        if t["kind"] == kind:
+            by_pkg.setdefault(t["repo"], []).append(t)
+    out, k = [], 0
+    while len(out) < n and any(k < len(v) for v in by_pkg.values()):
+        out += [v[k] for v in by_pkg.values() if k < len(v)]
+        k += 1
+    return out[:n]
+
+
+def generate(gen, tasks: list[dict], arm: str, samples: Path, max_new: dict, progress) -> dict:
+    from groundcode.config import SamplingConfig
+    from groundcode.jsonl import append_jsonl, read_jsonl
+    done = {(r["arm"], r["task_id"]): r for r in read_jsonl(samples)} if samples.exists() else {}
+    view = gen.view(monitor=replace(gen.monitor, enabled=(arm == "monitored")))
+    out = {}
+    for t in tasks:
+        key = (arm, t["task_id"])
+        if key not in done:
+            text = (Path(t["repo_dir"]) / t["path"]).read_text(encoding="utf-8")
+            ctx = context_for(t, text)
+            s = SamplingConfig(max_new_tokens=max_new[t["kind"]], stop="line" if t["kind"] == "dereference" else "block")
+            t0 = time.perf_counter()
+            try:
+                g = view.run([ctx], s)[0][0]
+                rec = {"arm": arm, "task_id": t["task_id"], "kind": t["kind"], "completion": g.completion,
+                       "tokens": g.tokens, "seconds": round(time.perf_counter() - t0, 3),
+                       "finish_reason": g.finish_reason, "rollbacks": g.rollbacks,
+                       "triggers": len(g.triggers), "failed_open": sum(x.failed_open for x in g.triggers)}
+            except Exception as exc:              # a task's failure is recorded, the run goes on
+                rec = {"arm": arm, "task_id": t["task_id"], "kind": t["kind"], "completion": "",
+                       "error": f"{type(exc).__name__}: {exc}".splitlines()[0], "seconds": 0.0}
+            append_jsonl(samples, rec)
+            done[key] = rec
+        out[t["task_id"]] = done[key]
+        progress()
+    return out
+
+
+def score(task: dict, rec: dict, baselines: dict) -> dict:
+    from groundcode.evaluation.metrics import edit_sim
+    comp, ref = rec["completion"], task["reference"]
+    row = {"edit_sim": edit_sim(ref, comp)}
+    if task["kind"] == "dereference":
+        line = comp.split("\n", 1)[0]
+        row["nim"] = float(first_identifier(line) == first_identifier(ref) != "")
+        row["exact_line"] = float(line.strip() == ref.strip())
+        return row
+    from groundcode.evaluation.ts_scoring import score_task
+    j = score_task(task, comp, baselines)
+    member = j["codes"].get("2339", 0) + j["codes"].get("2551", 0)
+    row.update(compiles=float(j["compiles"]), member_errors=float(member), has_member_error=float(member > 0),
+               new_errors=float(j["new_errors"]), codes=j["codes"])
+    return row
+
+
+def paired(a: list[float], b: list[float], reps: int = 2000, seed: int = 0) -> dict:
+    rng = random.Random(seed)
+    d = [y - x for x, y in zip(a, b)]
+    n = len(d)
+    means = sorted(statistics.fmean(rng.choices(d, k=n)) for _ in range(reps))
+    return {"baseline": round(statistics.fmean(a), 4), "monitored": round(statistics.fmean(b), 4),
+            "diff": round(statistics.fmean(d), 4), "ci95": [round(means[int(0.025 * reps)], 4),
+                                                           round(means[int(0.975 * reps) - 1], 4)],
+            "better": sum(x > 0 for x in d), "worse": sum(x < 0 for x in d), "n": n}
+
+
+def main() -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from groundcode.api import Generator
+    from groundcode.cache import cache_dir
+    from groundcode.config import MonitorConfig, PromptConfig
+    from groundcode.jsonl import read_jsonl
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tasks", type=Path, default=cache_dir() / "bench" / "typescript" / "tasks.jsonl")
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--functions", type=int, default=240)
+    ap.add_argument("--dereference", type=int, default=300)
+    ap.add_argument("--max-new-tokens", type=int, default=160, help="function bodies (dereference: 32)")
+    ap.add_argument("--max-prompt-tokens", type=int, default=1024)
+    ap.add_argument("--work", type=Path, default=None, help="samples (default: the cache)")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    console = Console()
+    if not args.tasks.exists():
+        raise SystemExit(f"{args.tasks}: build it first (groundcode bench build --recipe typescript)")
+    tag = Path(args.model).name
+    work = args.work or cache_dir() / "bench" / f"typescript-run-{tag}"
+    work.mkdir(parents=True, exist_ok=True)
+    out = args.out or ROOT / "benchmarks" / "results" / f"ts_bench_{tag}.json"
+    tasks = list(read_jsonl(args.tasks))
+    chosen = pick(tasks, "function", args.functions) + pick(tasks, "dereference", args.dereference)
+    from groundcode.models.load import load_model, serving_dtype
+    lm = load_model(args.model, dtype=serving_dtype(args.dtype, None))
+    t0 = time.perf_counter()
+    runs = {}
+    max_new = {"function": args.max_new_tokens, "dereference": 32}
+    with Generator(lm, MonitorConfig(enabled=True), prompt=PromptConfig(max_prompt_tokens=args.max_prompt_tokens)) as gen, \
+            Progress(console=console) as prog:
+        for arm in ("baseline", "monitored"):
+            bar = prog.add_task(f"{arm}: generating", total=len(chosen))
+            runs[arm] = generate(gen, chosen, arm, work / "samples.jsonl", max_new, lambda: prog.advance(bar))
+        gen_s = time.perf_counter() - t0
+        baselines: dict = {}
+        scores: dict = {}
+        bar = prog.add_task("scoring (tsc in the sandbox)", total=2 * len(chosen))
+        for arm in ("baseline", "monitored"):
+            scores[arm] = {}
+            for t in chosen:
+                scores[arm][t["task_id"]] = score(t, runs[arm][t["task_id"]], baselines)
+                prog.advance(bar)
+    result = {"model": lm.name, "dtype": lm.dtype, "tasks_file": str(args.tasks), "cpus": os.cpu_count(),
+              "load_avg_1m_end": round(os.getloadavg()[0], 2), "generate_s": round(gen_s, 1),
+              "total_s": round(time.perf_counter() - t0, 1), "kinds": {}}
+    for kind, metrics in (("function", ("compiles", "has_member_error", "member_errors", "new_errors", "edit_sim")),
+                          ("dereference", ("nim", "exact_line", "edit_sim"))):
+        ids = [t["task_id"] for t in chosen if t["kind"] == kind]
+        if not ids:
+            continue
+        k = {"tasks": len(ids)}
+        for m in metrics:
+            k[m] = paired([scores["baseline"][i][m] for i in ids], [scores["monitored"][i][m] for i in ids])
+        recs = [runs["monitored"][i] for i in ids]
+        k["triggers"] = sum(r.get("triggers", 0) for r in recs)
+        k["failed_open"] = sum(r.get("failed_open", 0) for r in recs)
+        k["rollbacks"] = sum(r.get("rollbacks", 0) for r in recs)
+        k["errors"] = {arm: sum("error" in runs[arm][i] for i in ids) for arm in runs}
+        k["seconds"] = {arm: round(sum(runs[arm][i].get("seconds", 0) for i in ids), 1) for arm in runs}
+        if kind == "function":
+            codes = {}
+            for arm in runs:
+                c: dict = {}
+                for i in ids:
+                    for code, n in scores[arm][i]["codes"].items():
+                        c[code] = c.get(code, 0) + n
+                codes[arm] = dict(sorted(c.items(), key=lambda kv: -kv[1]))
+            k["codes"] = codes
+            compiled = [i for i in ids if scores["baseline"][i]["compiles"]]
+            k["harm"] = {"compiled_at_baseline": len(compiled),
+                         "fail_when_monitored": sum(not scores["monitored"][i]["compiles"] for i in compiled)}
+        result["kinds"][kind] = k
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    t = Table(title=f"TypeScript benchmark · {lm.name} · greedy · baseline vs monitored (paired 95% interval)")
+    for col in ("kind", "metric", "baseline", "monitored", "Δ [95% CI]", "better/worse"):
+        t.add_column(col)
+    for kind, k in result["kinds"].items():
+        for m, v in k.items():
+            if isinstance(v, dict) and "diff" in v:
+                t.add_row(f"{kind} ({k['tasks']})", m, f"{v['baseline']:.3f}", f"{v['monitored']:.3f}",
+                          f"{v['diff']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]", f"{v['better']}/{v['worse']}")
+    console.print(t)
+    console.print(f"→ {out}")
+
+
+if __name__ == "__main__":
+    main()

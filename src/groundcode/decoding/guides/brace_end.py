@@ -1,0 +1,37 @@
+"""Stop when the generated code closes the block it is written in: the `}` that ends a function
+body in TypeScript or JavaScript (languages/typescript.py `Braces`: strings, comments, regular
+expressions and template literals skipped). The completion is cut before that brace (the file's
+own `}` follows the region). Python's blocks end by indentation: body_end.py.
+Test: tests/test_ts_grounding.py."""
+from __future__ import annotations
+
+from ...languages.typescript import Braces
+from .base import Guide, RowView, Stop
+
+
+class BraceEnd(Guide):
+    def __init__(self, owed: str = ""):
+        # text the row re-writes first (token healing gives back the prompt's last characters,
+        # often the body's `{`): its braces are the block's, not new ones
+        self.owed = owed
+
+    def reset(self, row: RowView) -> None:
+        b = Braces()
+        b.feed(self.owed)
+        self._braces = Braces(depth=-b.depth)
+        self._cut: int | None = None
+
+    def snapshot(self) -> tuple:
+        return self._braces.snapshot(), self._cut
+
+    def restore(self, row: RowView, snap: tuple) -> None:
+        b, self._cut = snap
+        self._braces.restore(b)
+
+    def advance(self, row: RowView, token: int) -> None:
+        if self._cut is None:
+            self._cut = self._braces.feed(row.text)
+        return None
+
+    def stop(self, row: RowView):
+        return Stop("body_end", cut=self._cut) if self._cut is not None else None
