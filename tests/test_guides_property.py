@@ -29,7 +29,7 @@ from groundcode.decoding.vocab import VocabIndex
 TOKENS = ["self", ".", "_", "reg", "registered", "_updates", "append", "(", ")", "\n", "        ",
           "    ", " ", "=", "[]", ".append", "._", "x", "return", "size", ").", "foo", "1", "#",
           " c", ":", "a", ",", "item", "=1", " qty", "add", ".add", "(item", '"', "'s", "<COMP>",
-          "\n\n", "    def", "real", "if", " x", "e", "d"]
+          "\n\n", "    def", "real", "if", " x", "e", "d", "{", "}", "this", " }", "`", "${", "/*", "*/"]
 T = {t: i for i, t in enumerate(TOKENS)}
 VOCAB = VocabIndex(TOKENS)
 WEIGHTS = [6 if t in ("self", ".", "\n", "        ", "x", "(", ")", " ") else 2 for t in TOKENS]
@@ -52,39 +52,47 @@ class Analyzer(FakeBase):
         return Analysis(receiver, names, 1.0, False, None if names else "empty")
 
 
-def _ctx():
+def _ctx(ts: bool = False):
+    if ts:                            # a TypeScript body: BraceEnd, the monitor in TypeScript
+        before = "class A {\n  f(x: number[]): void {\n"
+        return CodeContext(path=Path("a.ts"), repo=Path("."), before=before + "    ", after="\n  }\n}\n",
+                           starts_at_line=False, kind="body")
     before = "class A:\n    def f(self, x: list):\n"
     return CodeContext(path=Path("a.py"), repo=Path("."), before=before + "        ", after="",
                        stop_indent=4, lex_prefix="        ", starts_at_line=False)
 
 
-def _build(names, stop: str, owed: str) -> list:
+def _build(names, stop: str, owed: str, ts: bool = False) -> list:
     analyzer = Analyzer()
     gen = SimpleNamespace(monitor=MonitorConfig(enabled=True, keywords=True), waits=WaitPolicy(),
                           analyzer_for=lambda ctx: analyzer,
                           tool_guide=lambda ctx: ToolCallGuide(analyzer, T["<COMP>"], threshold=0.5))
-    spec = registry.GuideSpec(gen, _ctx(), SimpleNamespace(owed=owed), SamplingConfig(stop=stop),
+    spec = registry.GuideSpec(gen, _ctx(ts), SimpleNamespace(owed=owed), SamplingConfig(stop=stop),
                               stop=("\n\n", "#"))
     return registry.build(names, spec)
 
 
 def _kinds():
-    """Every guide by name (built alone), and all together."""
+    """Every guide by name (built alone), and all together; then those of a TypeScript body."""
     full = _build(("dereference", "keywords", "toolcall"), "statement", " ")
     names = [type(g).__name__ for g in full]
     assert {"Heal", "BodyEnd", "StopAt", "StopStrings", "RepetitionStop", "DereferenceMonitor",
             "KeywordArgMonitor", "ToolCallGuide"} <= set(names), names
-    return [(n, i) for i, n in enumerate(names)] + [("all", None)]
+    ts = [type(g).__name__ for g in _build(("dereference",), "block", " ", ts=True)]
+    assert {"BraceEnd", "DereferenceMonitor"} <= set(ts) and "BodyEnd" not in ts, ts
+    return [(n, i, False) for i, n in enumerate(names)] + [("all", None, False)] + \
+        [(f"ts-{n}", i, True) for i, n in enumerate(ts)] + [("ts-all", None, True)]
 
 
 KINDS = _kinds()
 
 
-def _start(which):
-    gs = _build(("dereference", "keywords", "toolcall"), "statement", " ")
+def _start(which, ts: bool = False):
+    gs = _build(("dereference", "keywords", "toolcall"), "statement", " ") if not ts else \
+        _build(("dereference",), "block", " ", ts=True)
     if which is not None:
         gs = [gs[which]]
-    row = RowView(0, _ctx().continued(" "), VOCAB)
+    row = RowView(0, _ctx(ts).continued(" "), VOCAB)
     for g in gs:
         g.reset(row)
     return Checkpoints(row, gs), row
@@ -136,14 +144,14 @@ def _triggers(row):
     return [(t.receiver, t.chosen, t.failed_open, t.binding, t.constrained, t.reason) for t in row.triggers]
 
 
-@pytest.mark.parametrize("name,which", KINDS, ids=[k[0] for k in KINDS])
-def test_a_restored_guide_says_what_a_fresh_replay_says(name, which):
+@pytest.mark.parametrize("name,which,ts", KINDS, ids=[k[0] for k in KINDS])
+def test_a_restored_guide_says_what_a_fresh_replay_says(name, which, ts):
     rng = random.Random(hash(name) % 1000)
     for trial in range(100):
         ids = _sequence(rng)
-        fresh_ck, fresh = _start(which)
+        fresh_ck, fresh = _start(which, ts)
         trace = [_step(fresh_ck, fresh, t) for t in ids]
-        ck, row = _start(which)
+        ck, row = _start(which, ts)
         at, cuts = 0, 0
         while at < len(ids):
             went = min(len(ids), at + rng.randrange(1, 8))
