@@ -74,3 +74,22 @@ def test_a_typescript_body_ends_at_the_brace_that_closes_it(tiny_lm):
                    MonitorConfig(enabled=False), prompt=PromptConfig(heal=False)) as gen:
         out = gen.run([ctx], SamplingConfig(max_new_tokens=80))[0][0]
     assert out.finish_reason == "stop" and out.completion == body
+
+
+def test_a_typescript_file_over_http(ts, tiny_model_dir):
+    """`groundcode serve`'s structured endpoint on a .ts file of a workspace: read from disk
+    (.ts is a source file the server reads), grounded by TypeScript's server."""
+    from fastapi.testclient import TestClient
+
+    from groundcode.server.app import create_app
+    from groundcode.server.options import ServeOptions
+    from groundcode.server.service import Service
+    svc = Service(ServeOptions(model=str(tiny_model_dir), workspaces=[REPO]))
+    with TestClient(create_app(svc), base_url="http://127.0.0.1") as c:
+        r = c.post("/v1/code/completions", json={"path": "src/cart.ts", "line": 9, "column": 25,
+                                                 "max_tokens": 8, "until": "line"})
+    assert r.status_code == 200, r.text
+    d = r.json()
+    (t,) = [t for t in d["triggers"] if t["receiver"] == "this.registry"]
+    assert d["grounded"] and t["analyzer"] == "typescript" and t["candidates"] == 3 and not t["failed_open"]
+    assert d["completion"].startswith(t["chosen"]) and t["chosen"] in ("register", "size", "latestUpdate")

@@ -71,7 +71,8 @@ def inside(roots: list[Path], path: str, must_exist: bool = True) -> Path:
     raise ClientError(f"file not found in the served workspaces: {path}", 404)
 
 
-SOURCE_SUFFIXES = (".py", ".pyi")      # the files of the workspace's languages the server reads
+# the files of the workspace's languages the server reads (languages/: Python, TypeScript, JavaScript)
+SOURCE_SUFFIXES = (".py", ".pyi", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
 VCS_DIRS = {".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"}
 
 
