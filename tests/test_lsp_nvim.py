@@ -10,7 +10,9 @@ Python's:
 - tests/nvim/plugin_inline.lua: the documented config (docs/editors/groundcode.lua): the
   suggestion shown as an extmark, then accepted.
 
-The identifier written must be a member of Cart, and the file on disk unchanged."""
+The identifier written must be a member of Cart, and the file on disk unchanged. The same for a
+TypeScript file (tests/fixtures/tsshop): a function appended to cart.ts asks at `c.` (a Cart),
+grounded by TypeScript's server."""
 from __future__ import annotations
 
 import hashlib
@@ -35,18 +37,24 @@ def _nvim() -> str:
     return nvim
 
 
-def _drive(tmp_path: Path, script: str) -> tuple[dict, bool]:
+TS_FIXTURE = HERE / "fixtures" / "tsshop"
+TS_ADDED = ["", "export function total(c: Cart): number {", '  const tag = "é😀"; return c.']
+TS_MEMBERS = {"add", "owner"}         # `registry` is private to Cart
+
+
+def _drive(tmp_path: Path, script: str, ts: bool = False) -> tuple[dict, bool]:
     """Run `script` in headless Neovim on a fresh copy of the fixture; (its result, whether
-    cart.py on disk is byte-identical afterwards)."""
-    repo = tmp_path / "shop"
-    shutil.copytree(FIXTURE, repo)
-    cart = repo / "shop" / "cart.py"
+    cart.py (cart.ts) on disk is byte-identical afterwards)."""
+    repo = tmp_path / ("tsshop" if ts else "shop")
+    shutil.copytree(TS_FIXTURE if ts else FIXTURE, repo)
+    cart = repo / "src" / "cart.ts" if ts else repo / "shop" / "cart.py"
     before = hashlib.sha256(cart.read_bytes()).hexdigest()
     out = tmp_path / "out.json"
     server = [sys.executable, "-m", "groundcode", "lsp", "--model", "tiny", "--debounce-ms", "0",
               "--deadline", "60", "--max-new-tokens", "24"]
     env = dict(os.environ, GC_FILE=str(cart), GC_ROOT=str(repo), GC_CMD=json.dumps(server),
-               GC_LINES=json.dumps(ADDED), GC_OUT=str(out), GC_PLUGIN=str(PLUGIN), HF_HUB_OFFLINE="1")
+               GC_LINES=json.dumps(TS_ADDED if ts else ADDED), GC_OUT=str(out), GC_PLUGIN=str(PLUGIN),
+               HF_HUB_OFFLINE="1")
     r = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n",
                         "-c", f"luafile {HERE / 'nvim' / script}"], env=env, cwd=tmp_path,
                        capture_output=True, text=True, timeout=240)
@@ -56,13 +64,13 @@ def _drive(tmp_path: Path, script: str) -> tuple[dict, bool]:
     return got, hashlib.sha256(cart.read_bytes()).hexdigest() == before
 
 
-def _member_written(got: dict) -> str:
-    line, applied = ADDED[-1], got["applied"]
+def _member_written(got: dict, ts: bool = False) -> str:
+    line, applied = (TS_ADDED if ts else ADDED)[-1], got["applied"]
     assert applied.startswith(line), applied
     name = re.match(r"[A-Za-z_]\w*", applied[len(line):])
-    assert name and name.group(0) in CART_MEMBERS, applied
+    assert name and name.group(0) in (TS_MEMBERS if ts else CART_MEMBERS), applied
     info = got["item"]["command"]["arguments"][0]["grounded"][0]
-    assert info["receiver"] == "self" and info["constrained"] and info["chosen"] == name.group(0), got
+    assert info["receiver"] == ("c" if ts else "self") and info["constrained"] and info["chosen"] == name.group(0), got
     return name.group(0)
 
 
@@ -83,3 +91,11 @@ def test_the_documented_neovim_config_shows_and_accepts_a_member(tmp_path):
     assert got["accepted"] is True and got["ghost"].startswith(name)   # what was shown went in
     assert got["marks_after"] == 0
     assert disk_unchanged
+
+
+def test_neovim_inline_completion_in_a_typescript_file(tmp_path):
+    from groundcode.analysis import lsp_servers
+    lsp_servers.install("typescript")
+    got, disk_unchanged = _drive(tmp_path, "inline_completion.lua", ts=True)
+    _member_written(got, ts=True)
+    assert got["modified"] is True and disk_unchanged
