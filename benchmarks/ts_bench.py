@@ -13,6 +13,10 @@ sandbox: evaluation/tsc_judge.py) and only errors the reference body does not ha
 (evaluation/ts_scoring.py). Metrics: compile rate, member errors (TS2339 + TS2551), errors by
 code, EditSim. Dereference tasks: the rest of a line after `obj.` in a method; next-identifier
 match (the first name written is the reference's), exact line, EditSim.
+`--audit N`: the grounding audit on N dereference tasks (all by default) before generation: the
+monitor's question at each task's `obj.` asked as the monitor asks it, and the reference's
+member judged against the answer — a false block where the server answered and the member the
+package's own code writes is not among its names; fail-open where it could not tell.
 The monitored arm is the product's default monitor; a .ts file is analyzed by TypeScript's own
 server (`tsc --lsp`). Tasks are taken in the recipe's order (every package), the first N of each
 kind per `--functions/--dereference`; samples go to $W (resumable), the table to stdout and the
@@ -99,6 +103,40 @@ def generate(gen, tasks: list[dict], arm: str, samples: Path, max_new: dict, pro
     return out
 
 
+def audit(gen, tasks: list[dict], progress) -> dict:
+    """The reference's member at every dereference task against the analyzer's answer there."""
+    from groundcode.analysis.base import MembersQuery
+    out = {"triggers": 0, "false_blocks": 0, "fail_open": 0, "reasons": {}, "examples": [], "ms": []}
+    for t in tasks:
+        text = (Path(t["repo_dir"]) / t["path"]).read_text(encoding="utf-8")
+        ctx = context_for(t, text)
+        lang = ctx.language
+        dot = len(ctx.before) - 1
+        receiver = lang.receiver_before(ctx.before, dot)
+        name = first_identifier(t["reference"])
+        a = gen.analyzer_for(ctx).ask(MembersQuery(ctx.splice(""), receiver, ("audit", t["task_id"]))).result(30)
+        out["triggers"] += 1
+        if a is None or a.failed is not None:
+            out["fail_open"] += 1
+            why = "timeout" if a is None else a.failed.split(":")[0]
+            out["reasons"][why] = out["reasons"].get(why, 0) + 1
+        else:
+            out["ms"].append(a.ms)
+            if name not in a.names:
+                out["false_blocks"] += 1
+                if len(out["examples"]) < 20:
+                    out["examples"].append({"task_id": t["task_id"], "receiver": receiver, "member": name,
+                                            "answered": sorted(a.names)[:12]})
+        progress()
+    ms = sorted(out.pop("ms"))
+    n = out["triggers"]
+    out.update(false_blocks_per_1000=round(1000 * out["false_blocks"] / n, 2) if n else None,
+               fail_open_pct=round(100 * out["fail_open"] / n, 2) if n else None,
+               answer_ms_p50=round(ms[len(ms) // 2], 1) if ms else None,
+               answer_ms_p90=round(ms[int(0.9 * (len(ms) - 1))], 1) if ms else None)
+    return out
+
+
 def score(task: dict, rec: dict, baselines: dict) -> dict:
     from groundcode.evaluation.metrics import edit_sim
     comp, ref = rec["completion"], task["reference"]
@@ -144,6 +182,7 @@ def main() -> None:
     ap.add_argument("--dereference", type=int, default=300)
     ap.add_argument("--max-new-tokens", type=int, default=160, help="function bodies (dereference: 32)")
     ap.add_argument("--max-prompt-tokens", type=int, default=1024)
+    ap.add_argument("--audit", type=int, default=-1, help="dereference tasks to audit (-1: all, 0: none)")
     ap.add_argument("--work", type=Path, default=None, help="samples (default: the cache)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
@@ -161,8 +200,15 @@ def main() -> None:
     t0 = time.perf_counter()
     runs = {}
     max_new = {"function": args.max_new_tokens, "dereference": 32}
+    audited = None
     with Generator(lm, MonitorConfig(enabled=True), prompt=PromptConfig(max_prompt_tokens=args.max_prompt_tokens)) as gen, \
             Progress(console=console) as prog:
+        if args.audit:
+            derefs = [t for t in tasks if t["kind"] == "dereference"]
+            derefs = derefs if args.audit < 0 else pick(tasks, "dereference", args.audit)
+            bar = prog.add_task("grounding audit (the reference's member)", total=len(derefs))
+            audited = audit(gen, derefs, lambda: prog.advance(bar))
+            t0 = time.perf_counter()
         for arm in ("baseline", "monitored"):
             bar = prog.add_task(f"{arm}: generating", total=len(chosen))
             runs[arm] = generate(gen, chosen, arm, work / "samples.jsonl", max_new, lambda: prog.advance(bar))
@@ -177,7 +223,7 @@ def main() -> None:
                 prog.advance(bar)
     result = {"model": lm.name, "dtype": lm.dtype, "tasks_file": str(args.tasks), "cpus": os.cpu_count(),
               "load_avg_1m_end": round(os.getloadavg()[0], 2), "generate_s": round(gen_s, 1),
-              "total_s": round(time.perf_counter() - t0, 1), "kinds": {}}
+              "total_s": round(time.perf_counter() - t0, 1), "audit": audited, "kinds": {}}
     for kind, metrics in (("function", ("compiles", "has_member_error", "member_errors", "new_errors", "edit_sim")),
                           ("dereference", ("nim", "exact_line", "edit_sim"))):
         ids = [t["task_id"] for t in chosen if t["kind"] == kind]
@@ -216,6 +262,10 @@ def main() -> None:
                 t.add_row(f"{kind} ({k['tasks']})", m, f"{v['baseline']:.3f}", f"{v['monitored']:.3f}",
                           f"{v['diff']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]", f"{v['better']}/{v['worse']}")
     console.print(t)
+    if audited:
+        console.print(f"audit: {audited['triggers']} triggers, false blocks {audited['false_blocks']} "
+                      f"({audited['false_blocks_per_1000']} per 1,000), fail-open {audited['fail_open_pct']}% "
+                      f"{audited['reasons']}, answers p50/p90 {audited['answer_ms_p50']}/{audited['answer_ms_p90']} ms")
     console.print(f"→ {out}")
 
 
