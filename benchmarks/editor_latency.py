@@ -5,6 +5,8 @@ the session `groundcode serve` and `groundcode lsp` use, grounding on and off in
     .venv/bin/python benchmarks/editor_latency.py --dtype bfloat16
     .venv/bin/python benchmarks/editor_latency.py --model tiny --quick  # a smoke run
     .venv/bin/python benchmarks/editor_latency.py --analyzer zuban      # a language server asked
+    .venv/bin/python benchmarks/editor_latency.py --tasks ~/.cache/groundcode/bench/typescript/tasks.jsonl
+                                                  # TypeScript files (their own server analyzes them)
 
 What an editor sends: the function's signature and docstring are in the file; its body is typed
 one line at a time. At each line end the user presses Enter and the editor auto-indents, so the
@@ -88,6 +90,15 @@ def others() -> list[str]:
             and "ps -eo" not in ln and "editor_latency.py" not in ln]
 
 
+def _lines(t: dict) -> dict:
+    """A TypeScript task (offsets: the body from after its `{` to its `}`) with Python's line
+    fields: `line`, the body's first line (1-based), `end_line`, its last."""
+    if "line" in t and "end_line" in t:
+        return t
+    text = (Path(t["repo_dir"]) / t["path"]).read_text(encoding="utf-8")
+    return {**t, "line": text[: t["body_start"]].count("\n") + 2, "end_line": text[: t["body_end"]].count("\n")}
+
+
 def pick_functions(path: Path, k: int, max_head_chars: int) -> list[dict]:
     """`k` function tasks from different repositories, deterministic: bodies of 4+ lines, files
     whose text before the function is at most `max_head_chars` (bounds the cold prefill)."""
@@ -99,6 +110,7 @@ def pick_functions(path: Path, k: int, max_head_chars: int) -> list[dict]:
         f = Path(t["repo_dir"]) / t["path"]
         if not f.is_file():
             continue
+        t = _lines(t)
         lines = f.read_text(encoding="utf-8").split("\n")
         body = lines[t["line"] - 1:t["end_line"]]
         head = "\n".join(lines[:t["line"] - 1])
