@@ -93,3 +93,20 @@ def test_a_typescript_file_over_http(ts, tiny_model_dir):
     (t,) = [t for t in d["triggers"] if t["receiver"] == "this.registry"]
     assert d["grounded"] and t["analyzer"] == "typescript" and t["candidates"] == 3 and not t["failed_open"]
     assert d["completion"].startswith(t["chosen"]) and t["chosen"] in ("register", "size", "latestUpdate")
+
+
+def test_a_class_with_private_hash_fields_is_not_narrowed(ts, tiny_lm):
+    """`this.` in a class with an ES private field (`#items`): TypeScript lists `#items`, which a
+    mask of identifiers cannot spell, so the monitor fails open there (found by the TypeScript
+    benchmark: `this.#mutationCache` was steered to a wrong name)."""
+    from groundcode.analysis.base import MembersQuery
+    text = (REPO / "src" / "stack.ts").read_text()
+    line = "  get depth(): number { return this."
+    at_text = text.replace("  get depth(): number { return this.#items.length; }", line)
+    ctx = cursor_context(REPO / "src" / "stack.ts", 4, len(line), REPO, text=at_text)
+    with Generator(tiny_lm, MonitorConfig(enabled=True)) as gen:
+        a = gen.analyzer_for(ctx).ask(MembersQuery(ctx.splice(""), "this", ("s",))).result(30)
+        assert {"push", "depth"} <= a.names and a.failed == "incomplete: #private members are not narrowed"
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=4))[0][0]
+        (t,) = [t for t in out.triggers if t.receiver == "this"]
+        assert t.failed_open and "private" in (t.reason or "")

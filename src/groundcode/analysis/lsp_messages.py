@@ -88,7 +88,9 @@ def _kinds():
 def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) -> tuple[frozenset, dict, str | None]:
     """A completion answer as names with their kinds (Jedi's words); keywords, snippets and text
     items dropped. A list of `object`'s dunders only means the server does not know the type
-    ("untyped"); an `isIncomplete` list is open unless the server lists every member after a dot.
+    ("untyped"); an `isIncomplete` list is open unless the server lists every member after a dot;
+    so is one that holds a `#private` field (TypeScript: `this.#items`), which a mask of
+    identifiers would forbid.
     `dunders`: Python's (a dunder after a dot is never forbidden); False for other languages."""
     from lsprotocol import types as T
     if res is None:
@@ -98,9 +100,11 @@ def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) 
     kinds_of = _kinds()
     drop = {T.CompletionItemKind.Keyword, T.CompletionItemKind.Snippet, T.CompletionItemKind.Text}
     names, kinds = set(), {}
+    hashed = False
     for it in items:
         if it.kind in drop:
             continue
+        hashed |= (it.label or "").startswith("#")
         m = _IDENT.match(it.filter_text or it.label or "")
         if m is None:
             continue
@@ -109,6 +113,8 @@ def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) 
         kinds[n] = kinds_of.get(it.kind, "instance")
     if names and all(n.startswith("__") and n.endswith("__") for n in names):
         return frozenset(names), kinds, "untyped: only object's members"
+    if hashed:            # TypeScript's `#private` fields: a name the masks cannot spell
+        return frozenset(names), kinds, "incomplete: #private members are not narrowed"
     if incomplete and not (after_dot and complete_members):
         return frozenset(names), kinds, "incomplete: the server did not list every member"
     if not names:
