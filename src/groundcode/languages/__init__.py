@@ -7,7 +7,7 @@ JavaScript). A context's language comes from its file's extension (`language_of`
     lang.could_bind(line_before_receiver); lang.binding_verdict(after)
     lang.enclosing_scope(before) -> (scope, class offset | None, class indent | None)
     lang.lex_prefix(before)                # the tail of `before` a lexer starts from
-    lang.lsp_id, lang.extensions, lang.line_comment
+    lang.extensions; LANGUAGES (every one), SOURCE_SUFFIXES (their files' extensions)
 
 Where the layer is used so far: the dereference monitor and CodeContext; other Python-only guides
 (keyword arguments, tool calls, body end by indentation) are built for Python contexts only.
@@ -21,12 +21,12 @@ from .base import Language
 from .python import PYTHON
 from .typescript import JAVASCRIPT, TYPESCRIPT
 
-__all__ = ["JAVASCRIPT", "PYTHON", "TYPESCRIPT", "Language", "language_of"]
+__all__ = ["JAVASCRIPT", "LANGUAGES", "PYTHON", "SOURCE_SUFFIXES", "TYPESCRIPT", "Language", "language_of"]
+
+LANGUAGES = (PYTHON, TYPESCRIPT, JAVASCRIPT)
+SOURCE_SUFFIXES = tuple(e for lang in LANGUAGES for e in lang.extensions)
 
 
 def language_of(path: str | Path | None) -> Language:
     suffix = Path(path).suffix.lower() if path else ""
-    for lang in (TYPESCRIPT, JAVASCRIPT):
-        if suffix in lang.extensions:
-            return lang
-    return PYTHON
+    return next((lang for lang in LANGUAGES if suffix in lang.extensions), PYTHON)

@@ -8,9 +8,7 @@ from typing import Callable
 @dataclass(frozen=True)
 class Language:
     name: str                          # "python", "typescript"
-    lsp_id: str                        # the LSP languageId of its main extension
     extensions: tuple[str, ...]
-    line_comment: str
     Lexer: type                        # Lexer(prefix): dot_is_code(text, k), line_start(), rewind(n)
     receiver_before: Callable[[str, int], str]
     could_bind: Callable[[str], bool]

@@ -6,7 +6,6 @@ from .. import pycode
 from .base import Language
 
 
-PYTHON = Language(name="python", lsp_id="python", extensions=(".py", ".pyi"), line_comment="#",
-                  Lexer=pycode.Lexer, receiver_before=pycode.receiver_before, could_bind=pycode.could_bind,
+PYTHON = Language(name="python", extensions=(".py", ".pyi"), Lexer=pycode.Lexer, receiver_before=pycode.receiver_before, could_bind=pycode.could_bind,
                   binding_verdict=pycode.binding_verdict, enclosing_scope=pycode.enclosing_scope,
                   lex_prefix=pycode.statement_tail, heuristics=True)

@@ -270,19 +270,31 @@ _FUNCTION = re.compile(r"(?:\bfunction\s*\*?\s*([A-Za-z_$][\w$]*)"
 _KEYWORDS_NOT_NAMES = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function"})
 
 
+def _scan_braces(st: _State, text: str, i: int, brace) -> int:
+    """Advance `st` over text[i:], calling brace(k, +1 | -1) at every brace in code (strings,
+    comments, regular expressions and template literals skipped; a `}` that closes a template's
+    `${` is not one). A true return stops the scan: the offset of that brace; else the offset
+    the scan ended at."""
+    while i < len(text):
+        c, mode = text[i], st.mode
+        j = _step(st, text, i)
+        if mode == CODE and (c == "{" or (c == "}" and st.mode == CODE)) and brace(i, 1 if c == "{" else -1):
+            return i
+        i = j
+    return i
+
+
 def open_blocks(before: str) -> list[str]:
     """The headers of the `{` blocks still open at the end of `before`, outermost first (code
     braces only: strings, comments, regular expressions and template literals skipped)."""
-    st, i, opened = _State(), 0, []
-    while i < len(before):
-        c, mode = before[i], st.mode
-        j = _step(st, before, i)
-        if mode == CODE:
-            if c == "{":
-                opened.append(i)
-            elif c == "}" and st.mode == CODE and opened:    # (a `}` closing `${` goes to TEMPLATE)
-                opened.pop()
-        i = j
+    opened: list[int] = []
+
+    def brace(k: int, d: int) -> None:
+        if d > 0:
+            opened.append(k)
+        elif opened:
+            opened.pop()
+    _scan_braces(_State(), before, 0, brace)
     heads = []
     for k in opened:
         start = max(before.rfind(";", 0, k), before.rfind("{", 0, k), before.rfind("}", 0, k)) + 1
@@ -323,11 +335,9 @@ def _whole(before: str) -> str:
 def _languages():
     from .. import pycode
     from .base import Language
-    ts = Language(name="typescript", lsp_id="typescript", extensions=(".ts", ".tsx", ".mts", ".cts"),
-                  line_comment="//", Lexer=Lexer, receiver_before=receiver_before, could_bind=could_bind_ts,
+    ts = Language(name="typescript", extensions=(".ts", ".tsx", ".mts", ".cts"), Lexer=Lexer, receiver_before=receiver_before, could_bind=could_bind_ts,
                   binding_verdict=_binding_never, enclosing_scope=enclosing_scope, lex_prefix=_whole)
-    js = Language(name="javascript", lsp_id="javascript", extensions=(".js", ".jsx", ".mjs", ".cjs"),
-                  line_comment="//", Lexer=Lexer, receiver_before=receiver_before, could_bind=pycode.could_bind,
+    js = Language(name="javascript", extensions=(".js", ".jsx", ".mjs", ".cjs"), Lexer=Lexer, receiver_before=receiver_before, could_bind=pycode.could_bind,
                   binding_verdict=pycode.binding_verdict, enclosing_scope=enclosing_scope, lex_prefix=_whole)
     return ts, js
 
@@ -345,21 +355,11 @@ class Braces:
         self.st, self.pos, self.depth = _State(), 0, depth
 
     def feed(self, text: str) -> int | None:
-        st, i, depth = self.st, self.pos, self.depth
-        while i < len(text):
-            c, mode = text[i], st.mode
-            j = _step(st, text, i)
-            if mode == CODE:
-                if c == "{":
-                    depth += 1
-                elif c == "}" and st.mode == CODE:
-                    depth -= 1
-                    if depth < 0:
-                        self.pos, self.depth = i, depth
-                        return i
-            i = j
-        self.pos, self.depth = i, depth
-        return None
+        def brace(k: int, d: int) -> bool:
+            self.depth += d
+            return self.depth < 0
+        self.pos = _scan_braces(self.st, text, self.pos, brace)
+        return self.pos if self.depth < 0 else None
 
     def snapshot(self) -> tuple:
         return self.st.copy(), self.pos, self.depth

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from ..errors import GroundcodeError
+from ..languages import SOURCE_SUFFIXES      # the files of the workspace's languages the server reads
 
 
 class ClientError(GroundcodeError):
@@ -71,8 +72,6 @@ def inside(roots: list[Path], path: str, must_exist: bool = True) -> Path:
     raise ClientError(f"file not found in the served workspaces: {path}", 404)
 
 
-# the files of the workspace's languages the server reads (languages/: Python, TypeScript, JavaScript)
-SOURCE_SUFFIXES = (".py", ".pyi", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
 VCS_DIRS = {".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"}
 
 

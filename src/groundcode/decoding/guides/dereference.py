@@ -108,7 +108,6 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         ctx = row.context
         self.ctx = ctx
         self.lang = lang = ctx.language           # lexical facts of the file's language
-        self.heuristics = lang.heuristics         # Python's readings of the text (see _analyze)
         self._dot, self._newline = token_flags(row.vocab)
         self.prefix = ctx.lex_prefix
         self.lexer = lang.Lexer(self.prefix)
@@ -127,7 +126,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             self._class_read = re.sub(r"\.\w*$", ".", before[cls_off:]) + tail
         self._vocab = self._vocab_names = None
         self._buffer = ""
-        if self.vocabulary and self.heuristics and ctx.repo is not None:   # (a Python project's names)
+        if self.vocabulary and self.lang.heuristics and ctx.repo is not None:   # (a Python project's names)
             from ...analysis.vocabulary import buffer_of, project_vocabulary
             self._vocab = project_vocabulary(ctx.repo)
             self._buffer = buffer_of(ctx)         # the file as the row has it (not its disk copy)
@@ -153,7 +152,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
                 self._cursor_name(row, m.group(1) or "")
                 self._cursor = (self.record, m.group(1) or "")
         self._hold = 0
-        if self.heuristics:
+        if self.lang.heuristics:
             self._prefetch(asked, row.cancelled)
         self._snap_cache = None
 
@@ -240,14 +239,14 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         rec = TriggerRecord(receiver=receiver, candidates=0, analyzer=self.analyzer.name)
         row.triggers.append(rec)
         self.ticket, self.nar = None, None
-        guess = self._guessed(root, upto_dot) if self.heuristics else None
+        guess = self._guessed(root, upto_dot) if self.lang.heuristics else None
         if guess:                 # not asked: fails open, or the member vocabulary holds it
             rec.asked = False
             self._extra_names = self._extra(receiver, upto_dot)
             ticket = Answered(Analysis(receiver, frozenset(), 0.0, False, f"inferred: {guess}"))
         else:
             at = ctx.splice(upto_dot, drop=self._hold)
-            if self.heuristics:
+            if self.lang.heuristics:
                 key = self._key(receiver, upto_dot, full)
                 guards = isinstance_guards(full, full.count("\n") + 1, len(full) - full.rfind("\n") - 1, receiver)
                 if guards:        # narrowed here: another answer than the receiver's elsewhere
@@ -256,7 +255,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             else:                 # another language: no reading of the text, one key per question
                 key = (self.version, self.scope, receiver)
                 self._extra_names = set()
-            if self.reproducible or not self.heuristics:   # reused only for the same question
+            if self.reproducible or not self.lang.heuristics:   # reused only for the same question
                 key = (*key, _digest(at.code), at.line, at.column)
             ticket = self.analyzer.ask(MembersQuery(at, receiver, key, ended=row.cancelled))
         if self._vocab is not None:   # an answer for an unknown type also waits for the vocabulary
@@ -373,7 +372,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
 
     def advance(self, row: RowView, token: int) -> int | None:
         if self.state is WAIT and self._pending is None and not self._dot[token] and not self.late:
-            if self._newline[token] and self.speculate and self.heuristics:
+            if self._newline[token] and self.speculate and self.lang.heuristics:
                 self._prefetch_bound(row)
             return None                     # the common free step: nothing to do
         self._snap_cache = None
