@@ -42,3 +42,19 @@ def test_members_and_signatures_from_typescripts_server(ts):
         assert s.signature is not None and [p.name for p in s.signature.params] == ["item"]
         pid = a.pid
     assert pid is not None
+
+
+def test_a_cut_in_another_file_does_not_stand_in_for_it(ts):
+    """A question asked in registry.ts with its line cut at `this.items.` (the class ended early
+    for the parser) and then one in cart.ts: the server has read registry.ts from disk again
+    (the earlier splice closed), so Registry's members declared after that cut are all there."""
+    reg = (REPO / "src" / "registry.ts").read_text()
+    cut = "  register(item: string): void { if (this.items."
+    broken = reg.replace("  register(item: string): void { this.items.push(item); }", cut + "\n    }\n  }")
+    cart = (REPO / "src" / "cart.ts").read_text().replace("    return this.registry.size;", "    return this.registry.")
+    with LspAnalyzer(REPO, "typescript", deadline_s=30, cold_deadline_s=30) as a:
+        ln = broken.split("\n").index(cut) + 1
+        r = a.ask(MembersQuery(Splice(broken, ln, len(cut), REPO / "src" / "registry.ts"), "this.items", ("a",))).result(30)
+        assert r.failed is None and "push" in r.names
+        r = a.ask(MembersQuery(_at(cart, "    return this.registry."), "this.registry", ("b",))).result(30)
+        assert r.failed is None and {"register", "size", "latestUpdate"} <= r.names, r.names

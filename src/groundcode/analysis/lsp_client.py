@@ -282,10 +282,22 @@ class LspAnalyzer:
         return uri
 
     async def _open(self, at):
+        """Sync the question's file and the workspace's open buffers; close every other document
+        the server holds from an earlier question, so it reads those files from disk again: a
+        splice left open (a line cut at `obj.`) would otherwise stand in for its file in every
+        later answer — TypeScript then lost the members a class declares after the cut when
+        asked from another file (the audit's false blocks on @tanstack/query-core)."""
+        from lsprotocol import types as T
         c = await self._ensure()
-        for p, t in (at.overlay or _NO_OVERLAY).files:
-            await self._sync(c, p, t)
-        return c, await self._sync(c, str(at.path), at.code)
+        files = list((at.overlay or _NO_OVERLAY).files) + [(str(at.path), at.code)]
+        keep = {Path(p).resolve().as_uri() for p, _ in files}
+        for uri in [u for u in self._docs if u not in keep]:
+            c.text_document_did_close(T.DidCloseTextDocumentParams(T.TextDocumentIdentifier(uri=uri)))
+            del self._docs[uri]
+        uri = None
+        for p, t in files:
+            uri = await self._sync(c, p, t)
+        return c, uri
 
     async def _asked(self, work):
         """One question, answered once here. The document is synced and asked under its lock,
