@@ -120,3 +120,28 @@ const arrow = (x: number) => {
     assert src[add.body_start:add.body_end].strip() == "this.registry.register(item);\n    return this.registry.size;"
     assert src[add.body_end] == "}" and add.line == 9
     assert got["total"].kind == "function" and got["total"].doc == "/// The total of a cart,\n/// in items."
+
+
+def test_the_analyzers_view_closes_what_the_cut_left_open():
+    """A line written up to `obj.` (its rest not yet written) leaves its `(` open and lost the `{`
+    whose `}` follows: the splice closes the one and adds the other, so the class does not end
+    early for TypeScript's parser (bson's `if (!UUID.` lost every static member declared later)."""
+    from groundcode.context import CodeContext
+    from groundcode.languages.typescript import close_line
+    before = "class U {\n  static a(s: string) {\n    if (!U."
+    after = "\n      throw new Error(`${s}`);\n    }\n    return s;\n  }\n  static isValid(s: string) { return !!s; }\n}\n"
+    assert close_line(before, 0, "", after) == ") {"
+    ctx = CodeContext(path="u.ts", repo=".", before=before, after=after)
+    sp = ctx.splice("")
+    assert sp.code.startswith(before + ") {\n") and (sp.line, sp.column) == (3, len("    if (!U."))
+    # written text counts: its own brackets are closed where it opened them (`{ k: U.` in a call)
+    assert close_line("class U {\n  m() {\n", 0, "    f({ k: U.", "\n  }\n}\n") == "})"
+    # a block the written text opened and `after` does not close: closed on the next line
+    assert close_line("class U {\n  m() {\n", 0, "    if (x) {\n      U.", "\n  }\n}\n") == "\n}"
+    # a name the cursor sits in is dropped; brackets are counted as before
+    assert close_line(before + "isV", 3, "", after) == ") {"
+    # the rest of the user's line is theirs: nothing added
+    assert close_line(before, 0, "", "isValid(s)) {\n throw 1;\n }\n }\n}\n") == ""
+    # balanced already: nothing (a template's `${…}` and a string's braces are not code)
+    assert close_line("function f() {\n  const t = `${a}` + '{';\n  ", 0, "a.", "\n}\n") == ""
+    assert CodeContext(path="u.py", repo=".", before="x = (a.", after="\n").splice("").code == "x = (a.\n\n"

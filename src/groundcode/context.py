@@ -81,11 +81,15 @@ class CodeContext:
         """The real file with `generated` written at the cursor (after dropping the last `drop`
         characters of `before`: a name the cursor sits in), and the cursor at its end (line
         1-based, column 0-based). `filler` is appended when the cursor's line holds only
-        indentation (the tool guide's `pass`: Jedi then places the line inside the function)."""
+        indentation (the tool guide's `pass`: Jedi then places the line inside the function). A language
+        that cuts structure at the cursor adds its closers after it (languages: `close_line`)."""
         head = self.before[: len(self.before) - drop] + generated
         line = head.count("\n") + 1
         col = len(head) - (head.rfind("\n") + 1)
         tail = filler if filler and not head[len(head) - col:].strip() else ""
+        close = self.language.close_line
+        if close is not None:                    # TypeScript: the brackets the cut left open
+            tail += close(self.before, drop, generated, self.after)
         return Splice(head + tail + "\n" + self.after, line, col, self.path, self.overlay)
 
     def probe(self, receiver: str) -> "Splice | None":

@@ -15,5 +15,8 @@ class Language:
     binding_verdict: Callable[[str], "bool | None"]
     enclosing_scope: Callable[[str], tuple]
     lex_prefix: Callable[[str], str]
+    close_line: "Callable[[str, int, str, str], str] | None" = None   # (before, drop, generated,
+                                       # after) -> what the analyzer's view puts after the cursor
+                                       # so the cut keeps the file's brackets (CodeContext.splice)
     heuristics: bool = False           # the monitor's Python-only readings of the text (type
                                        # guesses, isinstance guards, rebinding keys, prefetches)

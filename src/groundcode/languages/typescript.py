@@ -21,6 +21,7 @@ Test: tests/test_languages_typescript.py.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 CODE, STRING, TEMPLATE, LINE_COMMENT, BLOCK_COMMENT, REGEX, NUMBER = (
@@ -270,18 +271,91 @@ _FUNCTION = re.compile(r"(?:\bfunction\s*\*?\s*([A-Za-z_$][\w$]*)"
 _KEYWORDS_NOT_NAMES = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function"})
 
 
-def _scan_braces(st: _State, text: str, i: int, brace) -> int:
-    """Advance `st` over text[i:], calling brace(k, +1 | -1) at every brace in code (strings,
-    comments, regular expressions and template literals skipped; a `}` that closes a template's
-    `${` is not one). A true return stops the scan: the offset of that brace; else the offset
-    the scan ended at."""
+def _scan_code(st: _State, text: str, i: int, chars: str, on) -> int:
+    """Advance `st` over text[i:], calling on(k, c) at every character of `chars` that is code
+    (strings, comments, regular expressions and template literals skipped; a `}` that closes a
+    template's `${` is not code). A true return stops the scan: the offset of that character;
+    else the offset the scan ended at."""
     while i < len(text):
         c, mode = text[i], st.mode
         j = _step(st, text, i)
-        if mode == CODE and (c == "{" or (c == "}" and st.mode == CODE)) and brace(i, 1 if c == "{" else -1):
+        if mode == CODE and c in chars and (c != "}" or st.mode == CODE) and on(i, c):
             return i
         i = j
     return i
+
+
+def _scan_braces(st: _State, text: str, i: int, brace) -> int:
+    """_scan_code over braces: brace(k, +1 | -1)."""
+    return _scan_code(st, text, i, "{}", lambda k, c: brace(k, 1 if c == "{" else -1))
+
+
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
+
+
+@functools.lru_cache(maxsize=16)
+def _brackets_at_end(text: str) -> tuple[_State, tuple]:
+    """The scanner's state at the end of `text` and the brackets open there ((offset, char),
+    outermost first). Cached: a context's `before` is scanned once, its rows' text after it."""
+    st, opened = _State(), []
+
+    def on(k: int, c: str) -> None:
+        if c in _CLOSER:
+            opened.append((k, c))
+        elif opened:
+            opened.pop()
+    _scan_code(st, text, 0, "([{}])", on)
+    return st, tuple(opened)
+
+
+@functools.lru_cache(maxsize=16)
+def _braces_closed(after: str) -> int:
+    """How many braces opened before `after` it closes (its `}` beyond its own `{`)."""
+    depth = low = 0
+
+    def brace(k: int, d: int) -> None:
+        nonlocal depth, low
+        depth += d
+        low = min(low, depth)
+    _scan_braces(_State(), after, 0, brace)
+    return -low
+
+
+def close_line(before: str, drop: int, generated: str, after: str) -> str:
+    """What the analyzer's view puts after the cursor, on its line, so that the cut the cursor
+    makes does not break the file's structure: a line written up to `obj.` (the rest of it not
+    yet written) leaves its `(`/`[` open and lost the `{` whose `}` follows in `after` — and
+    TypeScript's parser then ends the class early and loses the members declared after it.
+    The brackets opened on the cursor's line are closed, and braces are added (`{`) or closed
+    (`}` on the next line) so that `after`'s closing braces meet the blocks open at the cursor.
+    Nothing when the rest of the cursor's line in `after` is not blank (its text is the user's).
+    `before[:len(before) - drop] + generated` is the text before the cursor (`drop`: a name the
+    cursor sits in)."""
+    rest = after.split("\n", 1)[0]
+    if rest.strip():
+        return ""
+    st, opened = _brackets_at_end(before)
+    head = len(before) - drop
+    stack = list(opened)
+    if generated:
+        def on(k: int, c: str) -> None:
+            if c in _CLOSER:
+                stack.append((head + k, c))
+            elif stack:
+                stack.pop()
+        _scan_code(st.copy(), generated, 0, "([{}])", on)
+    text_end = head + len(generated)
+    line_start = (before[:head] + generated).rfind("\n") + 1
+    out = ""
+    while stack and stack[-1][0] >= line_start and stack[-1][0] < text_end:
+        out += _CLOSER[stack.pop()[1]]
+    have = sum(c == "{" for _, c in stack)
+    need = _braces_closed(after)
+    if need > have:
+        out += " " + "{" * (need - have)
+    elif need < have:
+        out += "\n" + "}" * (have - need)
+    return out
 
 
 def open_blocks(before: str) -> list[str]:
@@ -336,9 +410,9 @@ def _languages():
     from .. import pycode
     from .base import Language
     ts = Language(name="typescript", extensions=(".ts", ".tsx", ".mts", ".cts"), Lexer=Lexer, receiver_before=receiver_before, could_bind=could_bind_ts,
-                  binding_verdict=_binding_never, enclosing_scope=enclosing_scope, lex_prefix=_whole)
+                  binding_verdict=_binding_never, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line)
     js = Language(name="javascript", extensions=(".js", ".jsx", ".mjs", ".cjs"), Lexer=Lexer, receiver_before=receiver_before, could_bind=pycode.could_bind,
-                  binding_verdict=pycode.binding_verdict, enclosing_scope=enclosing_scope, lex_prefix=_whole)
+                  binding_verdict=pycode.binding_verdict, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line)
     return ts, js
 
 
