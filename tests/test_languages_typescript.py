@@ -64,6 +64,12 @@ def test_receivers():
     assert receiver_before(t, len(t) - 1) == "'a,b'"
     t = "new Map<string, number>()."
     assert receiver_before(t, len(t) - 1) == "Map<string, number>()"
+    t = "this.#client."
+    assert receiver_before(t, len(t) - 1) == "this.#client"
+    t = "if (!UUID."
+    assert receiver_before(t, len(t) - 1) == "UUID"
+    t = "return !!this.a!."
+    assert receiver_before(t, len(t) - 1) == "this.a!"
 
 
 def test_incremental_answers_equal_a_fresh_scan_and_nothing_raises():

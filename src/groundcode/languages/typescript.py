@@ -231,8 +231,9 @@ class Lexer:
 
 
 def receiver_before(text: str, dot: int) -> str:
-    """The expression that ends right before text[dot]: `this.registry`, `foo(x)[0]`, `obj!`
-    (a non-null assertion), `a?.b` (of `a?.b.`), `"s"`, `` `t` ``."""
+    """The expression that ends right before text[dot]: `this.registry`, `this.#items` (a
+    `#private` field), `foo(x)[0]`, `obj!` (a non-null assertion; the `!` of `!obj.` is a logical
+    not, not part of it), `a?.b` (of `a?.b.`), `"s"`, `` `t` ``."""
     i = dot
     if i > 0 and text[i - 1] == "?":              # `a?.`: the receiver is `a`
         i -= 1
@@ -247,7 +248,7 @@ def receiver_before(text: str, dot: int) -> str:
     depth = 0
     while i > 0:
         c = text[i - 1]
-        if depth == 0 and (c.isalnum() or c in "_$.!" or (c == "?" and text[i: i + 1] == ".")):
+        if depth == 0 and (c.isalnum() or c in "_$.!#" or (c == "?" and text[i: i + 1] == ".")):
             i -= 1
         elif c in ")]" or (c == ">" and (depth > 0 or text[i: i + 1] == "(")):   # `f<T>(`
             depth += 1
@@ -261,7 +262,7 @@ def receiver_before(text: str, dot: int) -> str:
             i -= 1
         else:
             break
-    return text[i:end].strip()
+    return text[i:end].strip().lstrip("!")       # `!obj.`: a logical not, not the receiver's
 
 
 _CLASS = re.compile(r"\bclass\s+([A-Za-z_$][\w$]*)")
