@@ -110,3 +110,16 @@ def test_a_class_with_private_hash_fields_is_not_narrowed(ts, tiny_lm):
         out = gen.run([ctx], SamplingConfig(max_new_tokens=4))[0][0]
         (t,) = [t for t in out.triggers if t.receiver == "this"]
         assert t.failed_open and "private" in (t.reason or "")
+
+
+def test_an_infill_chunk_is_headed_by_a_comment_in_its_language(tiny_lm, tmp_path):
+    """llama.vim's input_extra chunks go into the prompt under their file's name, written as a
+    comment of that file's language (`// src/a.ts`, `# b.py`): `#` starts no comment in TypeScript."""
+    from groundcode.server.options import ServeOptions
+    from groundcode.server.schemas import InfillRequest
+    from groundcode.server.service import Service
+    svc = Service(ServeOptions(workspaces=[tmp_path], prewarm=False, lookahead=0), generator=Generator(tiny_lm))
+    p = svc.infill(InfillRequest(input_prefix="function f() {\n", input_suffix="}\n", prompt="  return ",
+                                 input_extra=[{"text": "export const a = 1;\n", "filename": "src/a.ts"},
+                                              {"text": "b = 2\n", "filename": "b.py"}], n_predict=4))
+    assert [b.text.split("\n")[0] for b in p.request.blocks] == ["// src/a.ts", "# b.py"]

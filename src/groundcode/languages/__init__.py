@@ -7,6 +7,7 @@ JavaScript). A context's language comes from its file's extension (`language_of`
     lang.could_bind(line_before_receiver); lang.binding_verdict(after)
     lang.enclosing_scope(before) -> (scope, class offset | None, class indent | None)
     lang.lex_prefix(before)                # the tail of `before` a lexer starts from
+    lang.comment                           # a line comment's start: `#`, `//`
     lang.extensions; LANGUAGES (every one), SOURCE_SUFFIXES (their files' extensions)
 
 Where the layer is used so far: the dereference monitor and CodeContext; other Python-only guides

@@ -18,5 +18,6 @@ class Language:
     close_line: "Callable[[str, int, str, str], str] | None" = None   # (before, drop, generated,
                                        # after) -> what the analyzer's view puts after the cursor
                                        # so the cut keeps the file's brackets (CodeContext.splice)
+    comment: str = "#"                 # a line comment's start (a prompt block's heading)
     heuristics: bool = False           # the monitor's Python-only readings of the text (type
                                        # guesses, isinstance guards, rebinding keys, prefetches)

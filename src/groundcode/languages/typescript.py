@@ -411,9 +411,9 @@ def _languages():
     from .. import pycode
     from .base import Language
     ts = Language(name="typescript", extensions=(".ts", ".tsx", ".mts", ".cts"), Lexer=Lexer, receiver_before=receiver_before, could_bind=could_bind_ts,
-                  binding_verdict=_binding_never, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line)
+                  binding_verdict=_binding_never, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line, comment="//")
     js = Language(name="javascript", extensions=(".js", ".jsx", ".mjs", ".cjs"), Lexer=Lexer, receiver_before=receiver_before, could_bind=pycode.could_bind,
-                  binding_verdict=pycode.binding_verdict, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line)
+                  binding_verdict=pycode.binding_verdict, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line, comment="//")
     return ts, js
 
 

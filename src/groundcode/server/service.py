@@ -304,6 +304,7 @@ class Service:
 
     def infill(self, b: InfillRequest) -> Prepared:
         from ..decoding.prompt import PromptBlock
+        from ..languages import language_of       # a chunk's heading is a comment in its language
         for name, t in (("input_prefix", b.input_prefix), ("input_suffix", b.input_suffix),
                         ("prompt", b.prompt)):
             check_text(name, t)
@@ -311,7 +312,7 @@ class Service:
         for k, c in enumerate(b.input_extra):
             check_text(f"input_extra[{k}].text", c.text)
             if c.text.strip():
-                head = f"# {c.filename}\n" if c.filename else ""
+                head = f"{language_of(c.filename).comment} {c.filename}\n" if c.filename else ""
                 blocks.append(PromptBlock(head + c.text, f"input_extra:{c.filename}"))
         if len(b.stop) > MAX_STOP or any(not s for s in b.stop):
             raise ClientError(f"stop: at most {MAX_STOP} non-empty strings")
