@@ -19,6 +19,8 @@
     .venv/bin/python benchmarks/engine_overhead.py [--model ID|PATH] [--package click==8.1.7]
                                                     [--functions 40] [--max-prompt-tokens 1024]
     python benchmarks/engine_overhead.py --random 1.7b --tokenizer DIR     # a GPU, no weights needed
+    .venv/bin/python benchmarks/engine_overhead.py --ts-tasks ~/.cache/groundcode/bench/typescript/tasks.jsonl \
+        --out benchmarks/results/free_step_by_language.json      # (b) only, Python and TypeScript
 
 `--random SHAPE` builds a random-weight Llama of that shape (1.7b: SmolLM2-1.7B's, 6b: a
 6B-parameter one, tiny) on the device with the tokenizer of `--tokenizer` (a registry model's
@@ -109,9 +111,22 @@ def pick_functions(root: Path, limit: int) -> list[tuple[Path, str]]:
     return out[::step][:limit]
 
 
+def ts_contexts(tasks_file: str, limit: int) -> list:
+    """TypeScript function bodies (the typescript recipe's function tasks, spread over its
+    packages) as body contexts, the reference body what the row writes."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from ts_bench import context_for, pick
+    from groundcode.jsonl import read_jsonl
+    out = []
+    for t in pick(list(read_jsonl(Path(tasks_file))), "function", limit):
+        out.append(context_for(t, (Path(t["repo_dir"]) / t["path"]).read_text(encoding="utf-8")))
+    return out
+
+
 def free_step_overhead(gen, contexts) -> dict:
     from groundcode.decoding.guides.base import RowView
     from groundcode.decoding.guides.body_end import BodyEnd
+    from groundcode.decoding.guides.brace_end import BraceEnd
     from groundcode.decoding.guides.dereference import WAIT, DereferenceMonitor
     tok = gen.lm.tokenizer
     vocab = gen.vocab
@@ -120,7 +135,8 @@ def free_step_overhead(gen, contexts) -> dict:
     for ctx in contexts:
         ids = tok(ctx.reference[len(ctx.lead):], add_special_tokens=False)["input_ids"]
         ctx = ctx.continued("")            # the rows start after the body's indentation
-        guides = [BodyEnd(ctx.stop_indent), DereferenceMonitor(gen.analyzer_for(ctx))]
+        end = BodyEnd(ctx.stop_indent) if ctx.language.name == "python" else BraceEnd()
+        guides = [end, DereferenceMonitor(gen.analyzer_for(ctx))]
         row = RowView(0, ctx, vocab)
         for g in guides:
             g.reset(row)
@@ -334,6 +350,27 @@ def decode_speed(lm, root: Path, n: int, prompt_tokens: int, reps: int, replay_t
             "slowest_steps": sorted(((round(d, 1), i + 1) for i, d in enumerate(steps_ms)), reverse=True)[:8]}
 
 
+def free_steps_by_language(args, lm, gen_mon, contexts) -> None:
+    """(b) for Python (the package's functions) and TypeScript (the recipe's bodies), one run."""
+    ts = ts_contexts(args.ts_tasks, args.functions)
+    res = {"python": free_step_overhead(gen_mon, contexts), "typescript": free_step_overhead(gen_mon, ts)}
+    gen_mon.close()
+    result = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+                          "loadavg_end": [round(x, 2) for x in os.getloadavg()], "python": platform.python_version()},
+              "model": lm.name, "python_package": args.package, "typescript_tasks": args.ts_tasks,
+              "functions": {"python": len(contexts), "typescript": len(ts)}, "free_step": res}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    t = Table(title=f"free-step guide cost by language · {lm.name} (tokenizer) · CPU")
+    for col in ("language", "functions", "free steps", "p50 µs", "mean µs", "p99 µs", "other steps", "target p50"):
+        t.add_column(col)
+    for lang, b in res.items():
+        t.add_row(lang, str(result["functions"][lang]), str(b["free_steps"]), str(b["free_us_p50"]),
+                  str(b["free_us_mean"]), str(b["free_us_p99"]), str(b["other_steps"]), "≤ 20")
+    console.print(t)
+    console.print(f"→ {args.out}")
+
+
 def _null():
     import contextlib
     return contextlib.nullcontext()
@@ -362,6 +399,9 @@ def main() -> None:
     ap.add_argument("--decode-tokens", type=int, default=None,
                     help="(a)'s tokens per run (default 500 on CUDA, 0 = skip, elsewhere); its replay: 1,000")
     ap.add_argument("--decode-reps", type=int, default=1)
+    ap.add_argument("--ts-tasks", default=None,
+                    help="free step only, for both languages in one run: Python's (--package) and "
+                         "TypeScript's bodies from this tasks.jsonl (the typescript recipe)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "engine_overhead.json"))
     args = ap.parse_args()
     import torch
@@ -392,6 +432,8 @@ def main() -> None:
     for f, q in funcs:
         contexts.append(function_context(f, q, repo=root))
     console.print(f"{len(contexts)} functions from {args.package} · model {lm.name}")
+    if args.ts_tasks:
+        return free_steps_by_language(args, lm, gen_mon, contexts)
     b = free_step_overhead(gen_mon, contexts)
     gen_mon.close()
     gen_mon = Generator(lm, MonitorConfig(enabled=True), prompt=prompt)   # fresh analyzer: cold caches again

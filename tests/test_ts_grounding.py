@@ -73,7 +73,12 @@ def test_a_typescript_body_ends_at_the_brace_that_closes_it(tiny_lm):
     with Generator(LoadedModel(model, tiny_lm.tokenizer, "scripted", "cpu", "float32"),
                    MonitorConfig(enabled=False), prompt=PromptConfig(heal=False)) as gen:
         out = gen.run([ctx], SamplingConfig(max_new_tokens=80))[0][0]
-    assert out.finish_reason == "stop" and out.completion == body
+        assert out.finish_reason == "stop" and out.completion == body
+        # at a cursor inside the body (a block stop, the default): the cursor's block ends there too
+        cur = CodeContext(path=REPO / "src" / "cart.ts", repo=REPO, before=text[:start], after=text[end:],
+                          starts_at_line=False)
+        out = gen.run([cur], SamplingConfig(max_new_tokens=80))[0][0]
+        assert out.finish_reason == "stop" and out.completion == body
 
 
 def test_a_typescript_file_over_http(ts, tiny_model_dir):

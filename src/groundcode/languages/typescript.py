@@ -442,3 +442,48 @@ class Braces:
     def restore(self, snap: tuple) -> None:
         st, self.pos, self.depth = snap
         self.st = st.copy()
+
+
+_CONTINUES = frozenset("=+-*/%&|^!?:,.<>([{~")
+
+
+class StatementEnd:
+    """Where the first complete statement of code written at a cursor ends: the first line break
+    in code (not in a string, template literal or block comment) after code, with every bracket
+    the text opened closed and the line not ending in an operator that continues it (`a +`,
+    `x =`, `foo(`, `.then(`…): `foo(a,\n  b);\n` is one statement, `if (x) {…}` ends at its `}`'s
+    line. `feed(text)` (text grows at its end) returns the offset after that line break, or None;
+    `snapshot()` / `restore(snap)` for rollbacks. Python's statements: pycode.Lexer (stop_at.py)."""
+
+    def __init__(self):
+        self.st, self.pos, self.depth, self.code, self.last = _State(), 0, 0, False, ""
+
+    def feed(self, text: str) -> int | None:
+        st, i = self.st, self.pos
+        while i < len(text):
+            c, mode = text[i], st.mode
+            j = _step(st, text, i)
+            if mode == CODE:
+                if c == "\n" and st.mode == CODE and self.code and self.depth <= 0 \
+                        and (self.last not in _CONTINUES or text[i - 2:i] in ("++", "--")):
+                    self.pos = i + 1
+                    return i + 1
+                if c in "([{":
+                    self.depth += 1
+                elif c in ")]" or (c == "}" and st.mode == CODE):
+                    self.depth -= 1
+                if not c.isspace() and st.mode not in (LINE_COMMENT, BLOCK_COMMENT):
+                    self.code, self.last = True, c
+            elif mode in (STRING, TEMPLATE, NUMBER, REGEX):
+                self.last = "x"                   # a literal ends nothing: no operator after it
+            i = j
+        self.pos = i
+        return None
+
+    def snapshot(self) -> tuple:
+        return self.st.copy(), self.pos, self.depth, self.code, self.last
+
+    def restore(self, snap: tuple) -> None:
+        st, self.pos, self.depth, self.code, self.last = snap
+        self.st = st.copy()
+

@@ -5,7 +5,9 @@ statement  stop at the end of the first complete logical line (brackets closed, 
            string): `foo(a,\\n    b)\\n` is one statement; a compound header (`if x:`) ends at
            its colon's line, like a simple statement
 (`block`, the default elsewhere, is BodyEnd: stop when the code dedents out of the block.)
-Decided with Python's tokenizer (pycode.Lexer), on newline tokens only.
+Decided with Python's tokenizer (pycode.Lexer), on newline tokens only; in TypeScript and
+JavaScript files by languages/typescript.py's StatementEnd (brackets closed, not in a string,
+template literal or comment, the line not ending in an operator that continues it).
 Test: tests/test_stop_at.py.
 """
 from __future__ import annotations
@@ -23,18 +25,24 @@ class StopAt(Guide):
         self.kind = kind
 
     def reset(self, row: RowView) -> None:
+        self._ts = None
+        if self.kind == "statement" and not row.context.language.heuristics:
+            from ...languages.typescript import StatementEnd
+            self._ts = StatementEnd()
         self._prefix = row.context.lex_prefix
-        self._lexer = Lexer(self._prefix)
-        self._start = self._lexer.line_start()
+        self._lexer = Lexer(self._prefix) if self._ts is None and self.kind == "statement" else None
         self._newline = token_flags(row.vocab)[1]
         self._cut: int | None = None
 
     def snapshot(self):
-        return self._cut
+        return self._cut, (self._ts.snapshot() if self._ts is not None else None)
 
     def restore(self, row: RowView, snap) -> None:
-        self._cut = snap
-        self._lexer.rewind(len(self._prefix) + len(row.text))
+        self._cut, ts = snap
+        if self._ts is not None:
+            self._ts.restore(ts)
+        if self._lexer is not None:
+            self._lexer.rewind(len(self._prefix) + len(row.text))
 
     def advance(self, row: RowView, token: int) -> int | None:
         if not self._newline[token] or self._cut is not None:
@@ -44,6 +52,9 @@ class StopAt(Guide):
         if self.kind == "line":
             if text[:nl].strip():                 # a newline right at the start is no line yet
                 self._cut = nl + 1
+            return None
+        if self._ts is not None:
+            self._cut = self._ts.feed(text)
             return None
         full = self._prefix + text
         self._lexer.scan(full, len(full))                  # records logical-line ends
