@@ -204,6 +204,7 @@ def run_function(gen, t: dict, args, out: dict) -> None:
     ws.open(ss[0]["file"], ss[0]["buffer"])            # didOpen
     ctx0 = ws.cursor(ss[0]["file"], ss[0]["line"], ss[0]["col"])
     gen.prewarm(ctx0)                                  # the analyzer's cold start, on open
+    rows.setdefault("analyzers", set()).add(gen.analyzer_for(ctx0).name)   # the one the file's language gets
     la = args.lookahead                                # the servers' session: lookahead on
     sess = {"editor": Session(gen, lookahead=la), "on": Session(gen, lookahead=la),
             "off": Session(gen, lookahead=la)}
@@ -368,7 +369,8 @@ def main() -> None:
     res = {"model": gen.lm.name, "dtype": gen.lm.dtype, "machine": machine(), "load_before": load0,
            "load_after": [round(x, 2) for x in os.getloadavg()], "other_benchmarks_at_start": busy,
            "other_benchmarks_at_end": others(), "gap_ms": args.gap_ms, "max_new_tokens": args.max_new_tokens,
-           "lookahead": args.lookahead, "analyzer": args.analyzer,
+           "lookahead": args.lookahead, "analyzer": ",".join(sorted(rows.get("analyzers", ()))) or args.analyzer,
+           "analyzer_configured": args.analyzer,
            "budget": BUDGET, "functions": [t["task_id"] for t in funcs], "model_load_s": round(load_s, 1),
            "warmup_s": rows["warmup_s"], "wall_s": round(time.perf_counter() - t1, 1),
            "patient": {"grounded": summary(rows["patient"], True), "plain": summary(rows["patient"], False)},
