@@ -204,7 +204,7 @@ def run_function(gen, t: dict, args, out: dict) -> None:
     ws.open(ss[0]["file"], ss[0]["buffer"])            # didOpen
     ctx0 = ws.cursor(ss[0]["file"], ss[0]["line"], ss[0]["col"])
     gen.prewarm(ctx0)                                  # the analyzer's cold start, on open
-    rows.setdefault("analyzers", set()).add(gen.analyzer_for(ctx0).name)   # the one the file's language gets
+    out.setdefault("analyzers", set()).add(gen.analyzer_for(ctx0).name)   # the one the file's language gets
     la = args.lookahead                                # the servers' session: lookahead on
     sess = {"editor": Session(gen, lookahead=la), "on": Session(gen, lookahead=la),
             "off": Session(gen, lookahead=la)}
