@@ -151,3 +151,25 @@ def test_the_analyzers_view_closes_what_the_cut_left_open():
     # balanced already: nothing (a template's `${…}` and a string's braces are not code)
     assert close_line("function f() {\n  const t = `${a}` + '{';\n  ", 0, "a.", "\n}\n") == ""
     assert CodeContext(path="u.py", repo=".", before="x = (a.", after="\n").splice("").code == "x = (a.\n\n"
+
+
+def test_braces_the_cursors_line_opened_in_an_expression():
+    """A cursor after `foo({ a: 1, b: ` may close that `{` (and the call) without leaving its block;
+    after `if (x) {` the brace opens the cursor's block. The bracket scan resumes from checkpoints
+    for a text that grows or changes at its end, with the answer a fresh scan gives."""
+    from groundcode.languages.typescript import _brackets_at_end, inline_braces
+    assert inline_braces("class A {\n  m() {\n    foo({ a: 1, b: ") == 1
+    assert inline_braces("class A {\n  m() {\n    if (x) {   ") == 0
+    assert inline_braces("class A {\n  m() {\n    if (x) { return a.") == 1
+    assert inline_braces("class A {\n  m() {\n    foo(", "{ a: ") == 1       # the prompt's healed tail
+    assert inline_braces("const t = `${\n  x}` + { a: ") == 1                # a template's `${` is not one
+    from groundcode.languages import typescript
+    big = "class A {\n" + "  m() { return { a: [1, 2], b: `x${y}` }; }\n" * 400 + "  n() {\n    f({ k: `${"
+    answers = {}
+    for cut in (len(big), len(big) - 7, 9000, 9001, 17000, 20, len(big)):   # checkpoints reused
+        answers[cut] = _brackets_at_end(big[:cut])[1]
+    typescript._scans.clear()
+    for cut, opened in answers.items():
+        typescript._scans.clear()                   # a fresh scan each
+        assert _brackets_at_end(big[:cut])[1] == opened, cut
+    assert [c for _, c in answers[len(big)]] == ["{", "{", "(", "{"]

@@ -79,6 +79,15 @@ def test_a_typescript_body_ends_at_the_brace_that_closes_it(tiny_lm):
                           starts_at_line=False)
         out = gen.run([cur], SamplingConfig(max_new_tokens=80))[0][0]
         assert out.finish_reason == "stop" and out.completion == body
+    # a cursor inside an object literal its line opened: closing it does not end the block
+    rest = ' 1 };\n    return o.a;\n'
+    model = ScriptedLM(tiny_lm, vocab, planted(rest + "  }\n\n  more(): void {}\n}\n"))
+    lit = CodeContext(path=REPO / "src" / "cart.ts", repo=REPO, before=text[:start] + "\n    const o = { a:",
+                      after=text[end:], starts_at_line=False)
+    with Generator(LoadedModel(model, tiny_lm.tokenizer, "scripted", "cpu", "float32"),
+                   MonitorConfig(enabled=False), prompt=PromptConfig(heal=False)) as gen:
+        out = gen.run([lit], SamplingConfig(max_new_tokens=80))[0][0]
+    assert out.finish_reason == "stop" and out.completion == rest + "  "     # cut before the method's `}`
 
 
 def test_a_typescript_file_over_http(ts, tiny_model_dir):

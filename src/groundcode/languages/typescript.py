@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+import threading
 
 CODE, STRING, TEMPLATE, LINE_COMMENT, BLOCK_COMMENT, REGEX, NUMBER = (
     "code", "string", "template", "line_comment", "block_comment", "regex", "number")
@@ -294,19 +295,61 @@ def _scan_braces(st: _State, text: str, i: int, brace) -> int:
 _CLOSER = {"(": ")", "[": "]", "{": "}"}
 
 
-@functools.lru_cache(maxsize=16)
+_EVERY = 4096            # a checkpoint of the bracket scan every this many characters
+_scans: list = []        # the last texts scanned: (text, [(offset, state, open brackets), ...])
+_scans_lock = threading.Lock()
+
+
 def _brackets_at_end(text: str) -> tuple[_State, tuple]:
     """The scanner's state at the end of `text` and the brackets open there ((offset, char),
-    outermost first). Cached: a context's `before` is scanned once, its rows' text after it."""
-    st, opened = _State(), []
+    outermost first). Incremental: a text that shares a prefix with one scanned before (the
+    same file as the user types, a row's context again) resumes from the last checkpoint in
+    that prefix, so a keystroke costs a few thousand characters, not the file."""
+    with _scans_lock:
+        known = list(_scans)
+    best = (0, _State(), ())
+    for old, points in known:
+        for off, st, opened in reversed(points):
+            if off <= len(text) and off > best[0] and text[:off] == old[:off]:
+                best = (off, st, opened)
+                break
+    off, st, opened = best
+    st, stack, points = st.copy(), list(opened), [best] if off else []
 
     def on(k: int, c: str) -> None:
         if c in _CLOSER:
-            opened.append((k, c))
-        elif opened:
-            opened.pop()
-    _scan_code(st, text, 0, "([{}])", on)
-    return st, tuple(opened)
+            stack.append((k, c))
+        elif stack:
+            stack.pop()
+    i = off
+    while i < len(text):                          # scan in checkpointed stretches
+        nl = text.find("\n", (i // _EVERY + 1) * _EVERY)     # a stretch ends after a line break:
+        end = len(text) if nl < 0 else nl + 1           # no token looks past it
+        i = _scan_code(st, text[:end], i, "([{}])", on)
+        if i == end and end < len(text):
+            points.append((end, st.copy(), tuple(stack)))
+    with _scans_lock:
+        _scans[:] = ([(text, points)] + [x for x in _scans if x[0] is not text])[:4]
+    return st, tuple(stack)
+
+
+def inline_braces(before: str, owed: str = "") -> int:
+    """The braces open at the end of `before + owed` that its last line opened inside an expression or
+    a one-line block (`foo({ a: 1, b: `, `if (x) { return a.`): code written at the cursor may
+    close them without leaving the cursor's block. A `{` that ends the line's code (`if (x) {`)
+    opens the block the cursor is in, and is not one."""
+    st, opened = _brackets_at_end(before)         # cached: the splice scans the same `before`
+    stack = list(opened)
+    if owed:                                      # the prompt's last characters, re-written first
+        def on(k: int, c: str) -> None:
+            if c in _CLOSER:
+                stack.append((len(before) + k, c))
+            elif stack:
+                stack.pop()
+        _scan_code(st.copy(), owed, 0, "([{}])", on)
+    text = before + owed
+    line_start = text.rfind("\n") + 1
+    return sum(1 for k, c in stack if c == "{" and k >= line_start and text[k + 1:].strip())
 
 
 @functools.lru_cache(maxsize=16)

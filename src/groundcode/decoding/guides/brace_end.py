@@ -10,15 +10,18 @@ from .base import Guide, RowView, Stop
 
 
 class BraceEnd(Guide):
-    def __init__(self, owed: str = ""):
+    def __init__(self, owed: str = "", inline: int = 0):
         # text the row re-writes first (token healing gives back the prompt's last characters,
         # often the body's `{`): its braces are the block's, not new ones
         self.owed = owed
+        # braces the cursor's line opened before the cursor in an expression (`foo({ a: `):
+        # closing them does not leave the block (typescript.inline_braces)
+        self.inline = inline
 
     def reset(self, row: RowView) -> None:
         b = Braces()
         b.feed(self.owed)
-        self._braces = Braces(depth=-b.depth)
+        self._braces = Braces(depth=self.inline - b.depth)
         self._cut: int | None = None
 
     def snapshot(self) -> tuple:

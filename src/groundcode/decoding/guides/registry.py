@@ -89,7 +89,10 @@ def _body_end(s: GuideSpec):
     ctx = s.row_ctx
     if ctx is not None and not ctx.language.heuristics:      # braces end blocks (TS, JS)
         from .brace_end import BraceEnd
-        return BraceEnd(s.prompt.owed)      # a body's or the cursor's block: its closing `}`
+        if ctx.kind == "body":
+            return BraceEnd(s.prompt.owed)
+        from ...languages.typescript import inline_braces    # the cursor's block: its `}`
+        return BraceEnd(s.prompt.owed, inline_braces(ctx.before, s.prompt.owed))
     ind = ctx.stop_indent if ctx is not None else None
     return BodyEnd(ind) if ind is not None else None
 
