@@ -20,7 +20,8 @@ package's own code writes is not among its names; fail-open where it could not t
 The monitored arm is the product's default monitor; a .ts file is analyzed by TypeScript's own
 server (`tsc --lsp`). Tasks are taken in the recipe's order (every package), the first N of each
 kind per `--functions/--dereference`; samples go to $W (resumable), the table to stdout and the
-figures with paired bootstrap intervals (monitored − baseline, tasks resampled, seeded) to
+figures with paired bootstrap intervals (monitored − baseline, tasks resampled, seeded; scoring
+runs `--jobs` compilers at once, each in its own sandbox) to
 benchmarks/results/ts_bench_<model>.json. Not a test.
 """
 from __future__ import annotations
@@ -183,6 +184,7 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=160, help="function bodies (dereference: 32)")
     ap.add_argument("--max-prompt-tokens", type=int, default=1024)
     ap.add_argument("--audit", type=int, default=-1, help="dereference tasks to audit (-1: all, 0: none)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compilers at once when scoring")
     ap.add_argument("--work", type=Path, default=None, help="samples (default: the cache)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
@@ -214,12 +216,20 @@ def main() -> None:
             runs[arm] = generate(gen, chosen, arm, work / "samples.jsonl", max_new, lambda: prog.advance(bar))
         gen_s = time.perf_counter() - t0
         baselines: dict = {}
-        scores: dict = {}
+        scores: dict = {"baseline": {}, "monitored": {}}
         bar = prog.add_task("scoring (tsc in the sandbox)", total=2 * len(chosen))
-        for arm in ("baseline", "monitored"):
-            scores[arm] = {}
-            for t in chosen:
-                scores[arm][t["task_id"]] = score(t, runs[arm][t["task_id"]], baselines)
+        from concurrent.futures import ThreadPoolExecutor
+        from groundcode.evaluation.ts_scoring import baseline as package_baseline
+        for pkg in dict.fromkeys(t["repo_dir"] for t in chosen if t["kind"] == "function"):
+            baselines[pkg] = package_baseline(Path(pkg))      # each package's own errors, once
+        jobs = [(arm, t) for arm in ("baseline", "monitored") for t in chosen]
+
+        def one(job):
+            arm, t = job
+            return arm, t["task_id"], score(t, runs[arm][t["task_id"]], baselines)
+        with ThreadPoolExecutor(max(1, min(args.jobs, len(jobs)))) as pool:   # each a tsc process
+            for arm, tid, row in pool.map(one, jobs):
+                scores[arm][tid] = row
                 prog.advance(bar)
     result = {"model": lm.name, "dtype": lm.dtype, "tasks_file": str(args.tasks), "cpus": os.cpu_count(),
               "load_avg_1m_end": round(os.getloadavg()[0], 2), "generate_s": round(gen_s, 1),
