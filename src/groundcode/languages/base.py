@@ -19,5 +19,11 @@ class Language:
                                        # after) -> what the analyzer's view puts after the cursor
                                        # so the cut keeps the file's brackets (CodeContext.splice)
     comment: str = "#"                 # a line comment's start (a prompt block's heading)
+    Braces: "type | None" = None       # blocks end at their closing brace: Braces(depth).feed(text)
+                                       # -> the offset of the `}` that closes (None: by indentation)
+    inline_braces: "Callable[[str, str], int] | None" = None   # (before, owed) -> braces the
+                                       # cursor's line opened in an expression (foo({ a: )
+    StatementEnd: "type | None" = None  # StatementEnd().feed(text) -> where the first statement
+                                       # ends (None: Python's tokenizer, pycode.Lexer)
     heuristics: bool = False           # the monitor's Python-only readings of the text (type
                                        # guesses, isinstance guards, rebinding keys, prefetches)

@@ -450,17 +450,6 @@ def _whole(before: str) -> str:
     return before
 
 
-def _languages():
-    from .. import pycode
-    from .base import Language
-    ts = Language(name="typescript", extensions=(".ts", ".tsx", ".mts", ".cts"), Lexer=Lexer, receiver_before=receiver_before, could_bind=could_bind_ts,
-                  binding_verdict=_binding_never, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line, comment="//")
-    js = Language(name="javascript", extensions=(".js", ".jsx", ".mjs", ".cjs"), Lexer=Lexer, receiver_before=receiver_before, could_bind=pycode.could_bind,
-                  binding_verdict=pycode.binding_verdict, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line, comment="//")
-    return ts, js
-
-
-TYPESCRIPT, JAVASCRIPT = _languages()
 
 
 class Braces:
@@ -530,3 +519,17 @@ class StatementEnd:
         st, self.pos, self.depth, self.code, self.last = snap
         self.st = st.copy()
 
+
+def _languages():
+    from .. import pycode
+    from .base import Language
+    ts = Language(name="typescript", extensions=(".ts", ".tsx", ".mts", ".cts"), Lexer=Lexer, receiver_before=receiver_before, could_bind=could_bind_ts,
+                  binding_verdict=_binding_never, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line, comment="//",
+                  Braces=Braces, inline_braces=inline_braces, StatementEnd=StatementEnd)
+    js = Language(name="javascript", extensions=(".js", ".jsx", ".mjs", ".cjs"), Lexer=Lexer, receiver_before=receiver_before, could_bind=pycode.could_bind,
+                  binding_verdict=pycode.binding_verdict, enclosing_scope=enclosing_scope, lex_prefix=_whole, close_line=close_line, comment="//",
+                  Braces=Braces, inline_braces=inline_braces, StatementEnd=StatementEnd)
+    return ts, js
+
+
+TYPESCRIPT, JAVASCRIPT = _languages()

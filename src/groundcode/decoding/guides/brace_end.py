@@ -1,11 +1,10 @@
 """Stop when the generated code closes the block it is written in: the `}` that ends a function
-body in TypeScript or JavaScript (languages/typescript.py `Braces`: strings, comments, regular
-expressions and template literals skipped). The completion is cut before that brace (the file's
+body or the cursor's block in a language whose blocks are braces (its Language's `Braces`:
+TypeScript's and JavaScript's skip strings, comments, regular expressions and template literals). The completion is cut before that brace (the file's
 own `}` follows the region). Python's blocks end by indentation: body_end.py.
 Test: tests/test_ts_grounding.py."""
 from __future__ import annotations
 
-from ...languages.typescript import Braces
 from .base import Guide, RowView, Stop
 
 
@@ -15,10 +14,11 @@ class BraceEnd(Guide):
         # often the body's `{`): its braces are the block's, not new ones
         self.owed = owed
         # braces the cursor's line opened before the cursor in an expression (`foo({ a: `):
-        # closing them does not leave the block (typescript.inline_braces)
+        # closing them does not leave the block (Language.inline_braces)
         self.inline = inline
 
     def reset(self, row: RowView) -> None:
+        Braces = row.context.language.Braces
         b = Braces()
         b.feed(self.owed)
         self._braces = Braces(depth=self.inline - b.depth)

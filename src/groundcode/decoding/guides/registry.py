@@ -87,12 +87,11 @@ def _heal(s: GuideSpec):
 def _body_end(s: GuideSpec):
     from .body_end import BodyEnd
     ctx = s.row_ctx
-    if ctx is not None and not ctx.language.heuristics:      # braces end blocks (TS, JS)
+    if ctx is not None and ctx.language.Braces is not None:      # braces end blocks (TS, JS)
         from .brace_end import BraceEnd
         if ctx.kind == "body":
             return BraceEnd(s.prompt.owed)
-        from ...languages.typescript import inline_braces    # the cursor's block: its `}`
-        return BraceEnd(s.prompt.owed, inline_braces(ctx.before, s.prompt.owed))
+        return BraceEnd(s.prompt.owed, ctx.language.inline_braces(ctx.before, s.prompt.owed))   # the cursor's block
     ind = ctx.stop_indent if ctx is not None else None
     return BodyEnd(ind) if ind is not None else None
 

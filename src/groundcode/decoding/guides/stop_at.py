@@ -5,9 +5,9 @@ statement  stop at the end of the first complete logical line (brackets closed, 
            string): `foo(a,\\n    b)\\n` is one statement; a compound header (`if x:`) ends at
            its colon's line, like a simple statement
 (`block`, the default elsewhere, is BodyEnd: stop when the code dedents out of the block.)
-Decided with Python's tokenizer (pycode.Lexer), on newline tokens only; in TypeScript and
-JavaScript files by languages/typescript.py's StatementEnd (brackets closed, not in a string,
-template literal or comment, the line not ending in an operator that continues it).
+Decided with Python's tokenizer (pycode.Lexer), on newline tokens only; where the file's
+Language has a StatementEnd (TypeScript, JavaScript: brackets closed, not in a string,
+template literal or comment, the line not ending in an operator that continues it), by it.
 Test: tests/test_stop_at.py.
 """
 from __future__ import annotations
@@ -26,9 +26,8 @@ class StopAt(Guide):
 
     def reset(self, row: RowView) -> None:
         self._ts = None
-        if self.kind == "statement" and not row.context.language.heuristics:
-            from ...languages.typescript import StatementEnd
-            self._ts = StatementEnd()
+        if self.kind == "statement" and row.context.language.StatementEnd is not None:
+            self._ts = row.context.language.StatementEnd()
         self._prefix = row.context.lex_prefix
         self._lexer = Lexer(self._prefix) if self._ts is None and self.kind == "statement" else None
         self._newline = token_flags(row.vocab)[1]
