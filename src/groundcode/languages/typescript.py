@@ -375,8 +375,8 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     Nothing when the rest of the cursor's line in `after` is not blank (its text is the user's).
     `before[:len(before) - drop] + generated` is the text before the cursor (`drop`: a name the
     cursor sits in)."""
-    rest = after.split("\n", 1)[0]
-    if rest.strip():
+    nl = after.find("\n")
+    if (after if nl < 0 else after[:nl]).strip():
         return ""
     st, opened = _brackets_at_end(before)
     head = len(before) - drop
