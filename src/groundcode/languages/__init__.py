@@ -8,10 +8,13 @@ JavaScript). A context's language comes from its file's extension (`language_of`
     lang.enclosing_scope(before) -> (scope, class offset | None, class indent | None)
     lang.lex_prefix(before)                # the tail of `before` a lexer starts from
     lang.comment                           # a line comment's start: `#`, `//`
+    lang.close_line(before, drop, generated, after)   # the analyzer's view: brackets the cut left open
+    lang.Braces, lang.inline_braces, lang.StatementEnd  # blocks and statements of brace languages (None: Python)
     lang.extensions; LANGUAGES (every one), SOURCE_SUFFIXES (their files' extensions)
 
-Where the layer is used so far: the dereference monitor and CodeContext; other Python-only guides
-(keyword arguments, tool calls, body end by indentation) are built for Python contexts only.
+Where the layer is used: the dereference monitor, CodeContext (and its splice), BraceEnd / BodyEnd
+and StopAt (through the registry), the analyzer's choice and the server's readable files; other
+Python-only guides (keyword arguments, tool calls) are built for Python contexts only.
 Test: tests/test_languages_typescript.py.
 """
 from __future__ import annotations
