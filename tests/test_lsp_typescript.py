@@ -58,3 +58,22 @@ def test_a_cut_in_another_file_does_not_stand_in_for_it(ts):
         assert r.failed is None and "push" in r.names
         r = a.ask(MembersQuery(_at(cart, "    return this.registry."), "this.registry", ("b",))).result(30)
         assert r.failed is None and {"register", "size", "latestUpdate"} <= r.names, r.names
+
+
+def test_a_type_with_an_index_signature_takes_any_member_name(ts):
+    """`b.` where Bag has a string index signature (and `r.` of a Record): TypeScript lists the
+    declared members but any name is legal, and says so by offering no commit character (a place
+    for a new name) — the answer fails open. `m.` of a Map is narrowed as usual."""
+    path = REPO / "src" / "bag.ts"
+    text = path.read_text()
+    line = "  return b.size + (r.a ?? 0) + m.size;"
+    with LspAnalyzer(REPO, "typescript", deadline_s=30, cold_deadline_s=30) as a:
+        for cut, receiver, want in (("  return b.", "b", None), ("  return b.size + (r.", "r", None),
+                                    ("  return b.size + (r.a ?? 0) + m.", "m", {"get", "set", "size"})):
+            code = text.replace(line, cut)
+            ln = code.split("\n").index(cut) + 1
+            r = a.ask(MembersQuery(Splice(code, ln, len(cut), path), receiver, (cut,))).result(30)
+            if want is None:
+                assert r.failed == "open: the type takes any member name (index signature)", (receiver, r)
+            else:
+                assert r.failed is None and want <= r.names, r

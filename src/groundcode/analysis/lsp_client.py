@@ -197,7 +197,9 @@ class LspAnalyzer:
         caps = T.ClientCapabilities(
             text_document=T.TextDocumentClientCapabilities(
                 completion=T.CompletionClientCapabilities(
-                    completion_item=T.ClientCompletionItemOptions(snippet_support=False)),
+                    completion_item=T.ClientCompletionItemOptions(snippet_support=False,
+                                                                  commit_characters_support=True),
+                    completion_list=T.CompletionListCapabilities(item_defaults=["commitCharacters"])),
                 synchronization=T.TextDocumentSyncClientCapabilities(),
                 signature_help=T.SignatureHelpClientCapabilities(
                     signature_information=T.ClientSignatureInformationOptions(

@@ -90,7 +90,8 @@ def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) 
     items dropped. A list of `object`'s dunders only means the server does not know the type
     ("untyped"); an `isIncomplete` list is open unless the server lists every member after a dot;
     so is one that holds a `#private` field (TypeScript: `this.#items`), which a mask of
-    identifiers would forbid.
+    identifiers would forbid, and one whose default commit characters are none (a place for a
+    new name: TypeScript's answer for a type with an index signature, where any name is legal).
     `dunders`: Python's (a dunder after a dot is never forbidden); False for other languages."""
     from lsprotocol import types as T
     if res is None:
@@ -115,6 +116,12 @@ def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) 
         return frozenset(names), kinds, "untyped: only object's members"
     if hashed:            # TypeScript's `#private` fields: a name the masks cannot spell
         return frozenset(names), kinds, "incomplete: #private members are not narrowed"
+    defaults = getattr(res, "item_defaults", None) if isinstance(res, T.CompletionList) else None
+    if after_dot and defaults is not None and defaults.commit_characters is not None \
+            and not len(defaults.commit_characters):
+        # no commit character: a place for a new name (TypeScript: a type with an index
+        # signature, `Record<string, T>`, takes any member name; its listed ones are not all)
+        return frozenset(names), kinds, "open: the type takes any member name (index signature)"
     if incomplete and not (after_dot and complete_members):
         return frozenset(names), kinds, "incomplete: the server did not list every member"
     if not names:
