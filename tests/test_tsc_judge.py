@@ -93,3 +93,16 @@ def test_compile_rate_counts_only_errors_the_reference_does_not_have(tsc, tmp_pa
     dr = {"task_id": "d", "kind": "dereference", "repo_dir": str(pkg), "path": "src/cart.ts", "offset": k}
     assert score_task(dr, "size;", base)["compiles"]
     assert score_task(dr, "latest();", base)["codes"] == {"2339": 1}
+
+
+def test_a_getter_and_its_setter_are_two_tasks_with_two_ids(tmp_path):
+    """One qualified name, two bodies (a getter and its setter): the second task id carries its
+    line, so samples and scores keyed by id never mix them."""
+    from groundcode.evaluation.ts_builder import TsBuildOptions, package_tasks
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "u.ts").write_text(
+        "export class U {\n  #v = 0;\n  get id(): number {\n    const v = this.#v;\n    return v;\n  }\n"
+        "  set id(v: number) {\n    this.#v = v;\n    return;\n  }\n}\n")
+    fns = [t for t in package_tasks({"name": "u", "version": "1.0.0"}, tmp_path, TsBuildOptions(functions_per_package=5))
+           if t["kind"] == "function"]
+    assert sorted(t["task_id"] for t in fns) == ["u@1.0.0/src/u.ts::U.id", "u@1.0.0/src/u.ts::U.id@7"]

@@ -85,6 +85,11 @@ def package_tasks(entry: dict, pkg: Path, opts: TsBuildOptions) -> list[dict]:
                                            reference=text[k + 1: eol if eol >= 0 else len(text)]))
                 if points:
                     methods.append((f"{repo}/{rel}::{b.qualname}", points))
+    seen: dict[str, int] = {}
+    for t in functions:        # a getter and its setter, overloads: one qualified name, two bodies
+        n = seen[t["task_id"]] = seen.get(t["task_id"], 0) + 1
+        if n > 1:              # the second and later are told apart by their line
+            t["task_id"] += f"@{t['def_line']}"
     functions.sort(key=lambda t: _order(opts.seed, t["task_id"]))
     methods.sort(key=lambda m: _order(opts.seed, m[0]))
     out = functions[: opts.functions_per_package]
