@@ -133,7 +133,7 @@ def test_the_analyzers_view_closes_what_the_cut_left_open():
     whose `}` follows: the splice closes the one and adds the other, so the class does not end
     early for TypeScript's parser (bson's `if (!UUID.` lost every static member declared later)."""
     from groundcode.context import CodeContext
-    from groundcode.languages.typescript import close_line
+    from groundcode.languages.typescript_blocks import close_line
     before = "class U {\n  static a(s: string) {\n    if (!U."
     after = "\n      throw new Error(`${s}`);\n    }\n    return s;\n  }\n  static isValid(s: string) { return !!s; }\n}\n"
     assert close_line(before, 0, "", after) == ") {"
@@ -157,13 +157,13 @@ def test_braces_the_cursors_line_opened_in_an_expression():
     """A cursor after `foo({ a: 1, b: ` may close that `{` (and the call) without leaving its block;
     after `if (x) {` the brace opens the cursor's block. The bracket scan resumes from checkpoints
     for a text that grows or changes at its end, with the answer a fresh scan gives."""
-    from groundcode.languages.typescript import _brackets_at_end, inline_braces
+    from groundcode.languages.typescript_blocks import _brackets_at_end, inline_braces
     assert inline_braces("class A {\n  m() {\n    foo({ a: 1, b: ") == 1
     assert inline_braces("class A {\n  m() {\n    if (x) {   ") == 0
     assert inline_braces("class A {\n  m() {\n    if (x) { return a.") == 1
     assert inline_braces("class A {\n  m() {\n    foo(", "{ a: ") == 1       # the prompt's healed tail
     assert inline_braces("const t = `${\n  x}` + { a: ") == 1                # a template's `${` is not one
-    from groundcode.languages import typescript
+    from groundcode.languages import typescript_blocks as typescript
     big = "class A {\n" + "  m() { return { a: [1, 2], b: `x${y}` }; }\n" * 400 + "  n() {\n    f({ k: `${"
     answers = {}
     for cut in (len(big), len(big) - 7, 9000, 9001, 17000, 20, len(big)):   # checkpoints reused
