@@ -146,8 +146,14 @@ def test_the_analyzers_view_closes_what_the_cut_left_open():
     assert close_line("class U {\n  m() {\n", 0, "    if (x) {\n      U.", "\n  }\n}\n") == "\n}"
     # a name the cursor sits in is dropped; brackets are counted as before
     assert close_line(before + "isV", 3, "", after) == ") {"
-    # the rest of the user's line is theirs: nothing added
+    # the rest of the user's line is theirs: its brackets are not closed again
     assert close_line(before, 0, "", "isValid(s)) {\n throw 1;\n }\n }\n}\n") == ""
+    # a body being written (its `after` starts with the method's own `}`): a block the written
+    # text left open is closed, so the class keeps the members declared after the method (mobx's
+    # spliceWithArray_ was missing from `this.` inside updateArrayLength_)
+    body_after = "}\n\n  later() { return 1; }\n}\n"
+    assert close_line("class U {\n  m() {", 0, "\n    if (x) {\n      this.", body_after) == "\n}"
+    assert close_line("class U {\n  m() {", 0, "\n    f(this.", body_after) == ")"
     # balanced already: nothing (a template's `${…}` and a string's braces are not code)
     assert close_line("function f() {\n  const t = `${a}` + '{';\n  ", 0, "a.", "\n}\n") == ""
     assert CodeContext(path="u.py", repo=".", before="x = (a.", after="\n").splice("").code == "x = (a.\n\n"

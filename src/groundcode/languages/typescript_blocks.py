@@ -95,12 +95,13 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     TypeScript's parser then ends the class early and loses the members declared after it.
     The brackets opened on the cursor's line are closed, and braces are added (`{`) or closed
     (`}` on the next line) so that `after`'s closing braces meet the blocks open at the cursor.
-    Nothing when the rest of the cursor's line in `after` is not blank (its text is the user's).
-    `before[:len(before) - drop] + generated` is the text before the cursor (`drop`: a name the
-    cursor sits in)."""
+    The line's brackets are left alone where the rest of the cursor's line is the user's text
+    (`after`'s first line is not blank and nothing written yet broke the line: `foo(|)`); the
+    braces are balanced always (a body's `after` starts with its own `}`, which closes no block
+    written inside it). `before[:len(before) - drop] + generated` is the text before the cursor
+    (`drop`: a name the cursor sits in)."""
     nl = after.find("\n")
-    if (after if nl < 0 else after[:nl]).strip():
-        return ""
+    users_line = "\n" not in generated and bool((after if nl < 0 else after[:nl]).strip())
     st, opened = _brackets_at_end(before)
     head = len(before) - drop
     stack = list(opened)
@@ -114,7 +115,7 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     text_end = head + len(generated)
     line_start = (before[:head] + generated).rfind("\n") + 1
     out = ""
-    while stack and stack[-1][0] >= line_start and stack[-1][0] < text_end:
+    while not users_line and stack and stack[-1][0] >= line_start and stack[-1][0] < text_end:
         out += _CLOSER[stack.pop()[1]]
     have = sum(c == "{" for _, c in stack)
     need = _braces_closed(after)
