@@ -135,7 +135,7 @@ def free_step_overhead(gen, contexts) -> dict:
     for ctx in contexts:
         ids = tok(ctx.reference[len(ctx.lead):], add_special_tokens=False)["input_ids"]
         ctx = ctx.continued("")            # the rows start after the body's indentation
-        end = BodyEnd(ctx.stop_indent) if ctx.language.name == "python" else BraceEnd()
+        end = BodyEnd(ctx.stop_indent) if ctx.language.Braces is None else BraceEnd()
         guides = [end, DereferenceMonitor(gen.analyzer_for(ctx))]
         row = RowView(0, ctx, vocab)
         for g in guides:

@@ -18,6 +18,16 @@ from .typescript_scan import (BLOCK_COMMENT, CODE, LINE_COMMENT, NUMBER, REGEX, 
 _CLOSER = {"(": ")", "[": "]", "{": "}"}
 
 
+def _tracker(stack: list, base: int):
+    """A _scan_code callback that keeps `stack` the brackets open ((offset + base, char))."""
+    def on(k: int, c: str) -> None:
+        if c in _CLOSER:
+            stack.append((base + k, c))
+        elif stack:
+            stack.pop()
+    return on
+
+
 _EVERY = 4096            # a checkpoint of the bracket scan every this many characters
 _scans: list = []        # the last texts scanned: (text, [(offset, state, open brackets), ...])
 _scans_lock = threading.Lock()
@@ -38,12 +48,7 @@ def _brackets_at_end(text: str) -> tuple[_State, tuple]:
                 break
     off, st, opened = best
     st, stack, points = st.copy(), list(opened), [best] if off else []
-
-    def on(k: int, c: str) -> None:
-        if c in _CLOSER:
-            stack.append((k, c))
-        elif stack:
-            stack.pop()
+    on = _tracker(stack, 0)
     i = off
     while i < len(text):                          # scan in checkpointed stretches
         nl = text.find("\n", (i // _EVERY + 1) * _EVERY)     # a stretch ends after a line break:
@@ -56,20 +61,22 @@ def _brackets_at_end(text: str) -> tuple[_State, tuple]:
     return st, tuple(stack)
 
 
+def _open_after(before: str, text: str, at: int) -> list:
+    """The brackets open after `before` (its scan cached) and then `text`, whose offsets count
+    from `at` (where it starts in the file's text)."""
+    st, opened = _brackets_at_end(before)
+    stack = list(opened)
+    if text:
+        _scan_code(st.copy(), text, 0, "([{}])", _tracker(stack, at))
+    return stack
+
+
 def inline_braces(before: str, owed: str = "") -> int:
     """The braces open at the end of `before + owed` that its last line opened inside an expression or
     a one-line block (`foo({ a: 1, b: `, `if (x) { return a.`): code written at the cursor may
     close them without leaving the cursor's block. A `{` that ends the line's code (`if (x) {`)
     opens the block the cursor is in, and is not one."""
-    st, opened = _brackets_at_end(before)         # cached: the splice scans the same `before`
-    stack = list(opened)
-    if owed:                                      # the prompt's last characters, re-written first
-        def on(k: int, c: str) -> None:
-            if c in _CLOSER:
-                stack.append((len(before) + k, c))
-            elif stack:
-                stack.pop()
-        _scan_code(st.copy(), owed, 0, "([{}])", on)
+    stack = _open_after(before, owed, len(before))   # owed: the prompt's tail, re-written first
     text = before + owed
     line_start = text.rfind("\n") + 1
     return sum(1 for k, c in stack if c == "{" and k >= line_start and text[k + 1:].strip())
@@ -102,16 +109,8 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     (`drop`: a name the cursor sits in)."""
     nl = after.find("\n")
     users_line = "\n" not in generated and bool((after if nl < 0 else after[:nl]).strip())
-    st, opened = _brackets_at_end(before)
     head = len(before) - drop
-    stack = list(opened)
-    if generated:
-        def on(k: int, c: str) -> None:
-            if c in _CLOSER:
-                stack.append((head + k, c))
-            elif stack:
-                stack.pop()
-        _scan_code(st.copy(), generated, 0, "([{}])", on)
+    stack = _open_after(before, generated, head)
     text_end = head + len(generated)
     line_start = (before[:head] + generated).rfind("\n") + 1
     out = ""
