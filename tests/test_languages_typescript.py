@@ -53,23 +53,19 @@ def test_growing_text_and_a_cut_back_use_the_checkpoints():
 
 
 def test_receivers():
-    assert receiver_before("return this.registry.", 20) == "this.registry"
-    t = "foo(x)[0]."
-    assert receiver_before(t, len(t) - 1) == "foo(x)[0]"
-    t = "const n = obj!."
-    assert receiver_before(t, len(t) - 1) == "obj!"
-    t = "a?.b?."
-    assert receiver_before(t, len(t) - 1) == "a?.b"
-    t = "'a,b'."
-    assert receiver_before(t, len(t) - 1) == "'a,b'"
-    t = "new Map<string, number>()."
-    assert receiver_before(t, len(t) - 1) == "Map<string, number>()"
-    t = "this.#client."
-    assert receiver_before(t, len(t) - 1) == "this.#client"
-    t = "if (!UUID."
-    assert receiver_before(t, len(t) - 1) == "UUID"
-    t = "return !!this.a!."
-    assert receiver_before(t, len(t) - 1) == "this.a!"
+    cases = {
+        "return this.registry.": "this.registry",
+        "foo(x)[0].": "foo(x)[0]",
+        "const n = obj!.": "obj!",
+        "a?.b?.": "a?.b",
+        "'a,b'.": "'a,b'",
+        "new Map<string, number>().": "Map<string, number>()",
+        "this.#client.": "this.#client",
+        "if (!UUID.": "UUID",
+        "return !!this.a!.": "this.a!",
+    }
+    for text, want in cases.items():
+        assert receiver_before(text, len(text) - 1) == want, text
 
 
 def test_incremental_answers_equal_a_fresh_scan_and_nothing_raises():
