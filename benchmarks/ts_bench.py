@@ -63,14 +63,11 @@ def context_for(task: dict, text: str):
 
 
 def pick(tasks: list[dict], kind: str, n: int) -> list[dict]:
-    """The first n tasks of a kind, spread over the packages (round robin in recipe order). A
-    task id the recipe's build gave twice (a getter and its setter: bson's UUID.id, zod's
-    overloads) is taken once, the first (samples and scores are keyed by id)."""
+    """The first n tasks of a kind, spread over the packages (round robin in recipe order).
+    Samples and scores are keyed by task id, which the build makes unique (ts_builder.py)."""
     by_pkg: dict[str, list[dict]] = {}
-    seen: set = set()
     for t in tasks:
-        if t["kind"] == kind and t["task_id"] not in seen:
-            seen.add(t["task_id"])
+        if t["kind"] == kind:
             by_pkg.setdefault(t["repo"], []).append(t)
     out, k = [], 0
     while len(out) < n and any(k < len(v) for v in by_pkg.values()):
