@@ -62,3 +62,20 @@ def test_end_of_text_only_where_the_name_is_complete():
     assert n.accepts("") and n.typed == "append"
     owed = Narrowing(vocab, {"add"}, need="x.")
     assert not owed.accepts("")                # text still owed
+
+
+def test_typescripts_private_and_dollar_names_are_spelled():
+    """`this.#items` (a `#` opens a private name) and `this.value$` (`$` is an identifier
+    character): narrowed like any name, neither cut short at the `#` or the `$`."""
+    toks = ["", "#", "#items", "items", "it", "ems", "value", "$", "value$", ".", "(", "push", "x"]
+    v = VocabIndex(toks)
+    n = Narrowing(v, {"#items", "value$", "push"})
+    first = {toks[i] for i in n.allowed()}
+    assert {"#", "#items", "value", "value$", "push"} <= first and not {"items", "it", "x", "$"} & first
+    assert n.accepts("#") and n.accepts("#items") and n.accepts("value$") and not n.accepts("items")
+    assert n.feed("#") is None and n.typed == "#" and {toks[i] for i in n.allowed()} >= {"items", "it"}
+    assert n.feed("items.") == 5 and n.typed == "#items"
+    m = Narrowing(v, {"value$"})
+    assert m.feed("value") is None and {toks[i] for i in m.allowed()} == {"$"}
+    assert m.feed("$(") == 1 and m.typed == "value$"
+    assert not Narrowing(v, {"value"}).accepts("value$")    # `value$` is another name

@@ -5,6 +5,7 @@ server (chosen for the file even where the configured analyzer is Jedi), a membe
 (keyword arguments) are not built for it. Fixture: tests/fixtures/tsshop; the bundled tiny model."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -109,10 +110,10 @@ def test_a_typescript_file_over_http(ts, tiny_model_dir):
     assert d["completion"].startswith(t["chosen"]) and t["chosen"] in ("register", "size", "latestUpdate")
 
 
-def test_a_class_with_private_hash_fields_is_not_narrowed(ts, tiny_lm):
-    """`this.` in a class with an ES private field (`#items`): TypeScript lists `#items`, which a
-    mask of identifiers cannot spell, so the monitor fails open there (found by the TypeScript
-    benchmark: `this.#mutationCache` was steered to a wrong name)."""
+def test_a_class_with_private_hash_fields_is_narrowed_with_them(ts, tiny_lm):
+    """`this.` in a class with an ES private field (`#items`): TypeScript lists `#items`, and the
+    monitor narrows with it spelled as written (session 14 failed open there: 45 of the 1,057
+    benchmark triggers); the name the model writes is one of the class's, `#items` included."""
     from groundcode.analysis.base import MembersQuery
     text = (REPO / "src" / "stack.ts").read_text()
     line = "  get depth(): number { return this."
@@ -120,10 +121,12 @@ def test_a_class_with_private_hash_fields_is_not_narrowed(ts, tiny_lm):
     ctx = cursor_context(REPO / "src" / "stack.ts", 4, len(line), REPO, text=at_text)
     with Generator(tiny_lm, MonitorConfig(enabled=True)) as gen:
         a = gen.analyzer_for(ctx).ask(MembersQuery(ctx.splice(""), "this", ("s",))).result(30)
-        assert {"push", "depth"} <= a.names and a.failed == "incomplete: #private members are not narrowed"
+        assert {"push", "depth", "#items"} <= a.names and a.failed is None, a
         out = gen.run([ctx], SamplingConfig(max_new_tokens=4))[0][0]
         (t,) = [t for t in out.triggers if t.receiver == "this"]
-        assert t.failed_open and "private" in (t.reason or "")
+        assert not t.failed_open and t.candidates >= 3
+        written = re.match(r"#?[\w$]*", out.completion).group(0)
+        assert any(n.startswith(written) for n in a.names) and written, (t, out.completion)
 
 
 def test_an_infill_chunk_is_headed_by_a_comment_in_its_language(tiny_lm, tmp_path):

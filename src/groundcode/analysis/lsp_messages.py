@@ -18,6 +18,7 @@ from pathlib import Path
 from .base import CallSignature, ParamSpec
 
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_MEMBER = re.compile(r"#?[A-Za-z_$][\w$]*")      # a member after a dot (TypeScript: `#items`)
 _LANGUAGES = {".py": "python", ".pyi": "python", ".ts": "typescript", ".mts": "typescript",
               ".cts": "typescript", ".tsx": "typescriptreact", ".js": "javascript", ".mjs": "javascript",
               ".cjs": "javascript", ".jsx": "javascriptreact"}
@@ -89,9 +90,9 @@ def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) 
     """A completion answer as names with their kinds (Jedi's words); keywords, snippets and text
     items dropped. A list of `object`'s dunders only means the server does not know the type
     ("untyped"); an `isIncomplete` list is open unless the server lists every member after a dot;
-    so is one that holds a `#private` field (TypeScript: `this.#items`), which a mask of
-    identifiers would forbid, and one whose default commit characters are none (a place for a
-    new name: TypeScript's answer for a type with an index signature, where any name is legal).
+    so is one whose default commit characters are none (a place for a new name: TypeScript's
+    answer for a type with an index signature, where any name is legal). TypeScript's private
+    names keep their `#` (`this.#items`: the name after the dot is `#items`, narrowing.name_run).
     `dunders`: Python's (a dunder after a dot is never forbidden); False for other languages."""
     from lsprotocol import types as T
     if res is None:
@@ -101,12 +102,11 @@ def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) 
     kinds_of = _kinds()
     drop = {T.CompletionItemKind.Keyword, T.CompletionItemKind.Snippet, T.CompletionItemKind.Text}
     names, kinds = set(), {}
-    hashed = False
     for it in items:
         if it.kind in drop:
             continue
-        hashed |= (it.label or "").startswith("#")
-        m = _IDENT.match(it.filter_text or it.label or "")
+        label = it.label or ""      # `#items`: TypeScript filters it as `items`, writes it with its `#`
+        m = _MEMBER.match(label if label.startswith("#") else it.filter_text or label)
         if m is None:
             continue
         n = m.group(0)
@@ -114,8 +114,6 @@ def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) 
         kinds[n] = kinds_of.get(it.kind, "instance")
     if names and all(n.startswith("__") and n.endswith("__") for n in names):
         return frozenset(names), kinds, "untyped: only object's members"
-    if hashed:            # TypeScript's `#private` fields: a name the masks cannot spell
-        return frozenset(names), kinds, "incomplete: #private members are not narrowed"
     defaults = getattr(res, "item_defaults", None) if isinstance(res, T.CompletionList) else None
     if after_dot and defaults is not None and defaults.commit_characters is not None \
             and not len(defaults.commit_characters):

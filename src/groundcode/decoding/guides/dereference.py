@@ -66,7 +66,7 @@ from ...analysis.base import Analysis, Answered, MembersQuery
 from ...analysis.guards import isinstance_guards
 from ...analysis.wait import PatientWait, WaitPolicy
 from .base import Guide, RowView, TriggerRecord, token_flags
-from .narrowing import Narrowing, is_dunder
+from .narrowing import Narrowing, is_dunder, name_run
 from .dereference_keys import _DOTTED, KeyPolicy, _digest  # noqa: F401
 from .dereference_spec import FREE, NARROW, PENDING, SPEC, WAIT, SpeculationLedger  # noqa: F401
 from .dereference_vocab import _VOCABULARY_FOR, VocabularySteering, _WithVocabulary  # noqa: F401
@@ -360,7 +360,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             return None                 # no trigger, failed open, or speculating
         j = found[0]
         rest = t[j + 1:]
-        name = ident_run(rest)
+        name = name_run(rest)
         complete = len(name) < len(rest)
         if self._binding_position(row, row.text + t[: j + 1]):
             return None                 # advance() starts FREE speculation

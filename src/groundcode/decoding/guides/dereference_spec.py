@@ -6,8 +6,8 @@ tests/test_dereference_states.py.
 """
 from __future__ import annotations
 
-from ...pycode import ident_run
 from .base import Rollback, RowView
+from .narrowing import name_run
 
 WAIT, NARROW, FREE, PENDING, SPEC = "wait", "narrow", "free", "pending", "spec"
 
@@ -43,7 +43,7 @@ class SpeculationLedger:
 
     def _spec_feed(self, row: RowView, t: str, i: int) -> int | None:
         s = t[i:]
-        name = ident_run(s)
+        name = name_run(s, 0, self.spec_typed)
         self.spec_typed += name
         if len(name) == len(s):
             return self._poll_spec(row)        # the name goes on

@@ -30,9 +30,19 @@ Test: tests/test_narrowing.py.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
-from ...pycode import ident_run
+_NAME = re.compile(r"[A-Za-z0-9_$]*")
+_NAME_START = re.compile(r"#?[A-Za-z0-9_$]*")
+
+
+def name_run(text: str, start: int = 0, typed: str = "") -> str:
+    """The characters of a member name at text[start:], `typed` of it already written: an
+    identifier (TypeScript's may hold `$`), which a name not yet begun may open with `#`
+    (TypeScript's private names, `this.#items`). Python writes neither after a code dot."""
+    return (_NAME if typed else _NAME_START).match(text, start).group(0)
 
 
 def is_dunder(name: str) -> bool:
@@ -75,7 +85,7 @@ class Narrowing:
             if len(text) <= len(need):
                 return True
             text = text[len(need):]
-        name = ident_run(text)
+        name = name_run(text, 0, self.typed)
         return self.fits(self.typed + name, complete=len(name) < len(text))
 
     def fits(self, name: str, complete: bool = True) -> bool:
@@ -113,7 +123,7 @@ class Narrowing:
             self.need, i = self.need[k:], k
             if self.need:
                 return None
-        name = ident_run(text, i)
+        name = name_run(text, i, self.typed)
         self.typed += name
         end = i + len(name)
         return None if end == len(text) else end
