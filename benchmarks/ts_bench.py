@@ -3,6 +3,9 @@ greedy, one model, judged by TypeScript's compiler.
 
     .venv/bin/python benchmarks/ts_bench.py [--model smollm2-135m] [--functions 240] [--dereference 300]
 
+Two runs side by side on a 2-core machine: give each one torch thread (`OMP_NUM_THREADS=1`);
+two processes of two threads each ran ten times slower per token here.
+
 Needs: groundcode analyzers install typescript; groundcode bench build --recipe typescript --out DIR
 (default DIR: ~/.cache/groundcode/bench/typescript).
 
