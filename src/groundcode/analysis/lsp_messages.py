@@ -17,7 +17,6 @@ from pathlib import Path
 
 from .base import CallSignature, ParamSpec
 
-_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _MEMBER = re.compile(r"#?[A-Za-z_$][\w$]*")      # a member after a dot (TypeScript: `#items`)
 _LANGUAGES = {".py": "python", ".pyi": "python", ".ts": "typescript", ".mts": "typescript",
               ".cts": "typescript", ".tsx": "typescriptreact", ".js": "javascript", ".mjs": "javascript",
