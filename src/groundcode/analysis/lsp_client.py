@@ -15,8 +15,14 @@ Jedi's words; keywords, snippets and text items are dropped (lsp_messages.py). A
 list is treated as open (fail open, "incomplete"), never as closed. A SignatureQuery is
 `textDocument/signatureHelp` after the `(` (one signature read whole, else unknown). Answers are
 cached under (kind, overlay stamp, key); a late answer is cached when it lands. A server that
-exits or hangs (a question older than `hang_s`: the process is killed) fails its questions open and
-is restarted at the next question (at most once per `restart_backoff_s`); `close()` sends shutdown/exit, then kills the process: nothing is left.
+exits, hangs or floods fails its questions open and is restarted at the next question after a
+backoff (`restart_backoff_s`, doubled with each failure in a row up to `max_backoff_s`; a
+question meanwhile fails open at once): every wait on it is bounded by `hang_s` — initialize,
+the prewarm's didOpen, a question, and the wait for the document lock — and an operation that
+outlives it kills the process; a flood (lsp_guard.py: too many messages or bytes with no
+answer) kills it at once. `health()` says whether questions are failing open now and why
+(health.py: `/health`, the LSP server's messages). `close()` sends shutdown/exit, then kills
+the process: nothing is left; a question asked after it fails open at once.
 The protocol runs on one asyncio loop in a daemon thread; tickets are that loop's futures.
 Not here: which servers exist and how they are installed (lsp_servers.py).
 Test: tests/test_lsp_analyzer.py.
@@ -40,6 +46,10 @@ class ServerHung(RuntimeError):
     """A question outlived `hang_s` (not a ticket's timeout: the server was killed)."""
 
 
+class ServerDown(RuntimeError):
+    """The server failed and waits for its restart backoff, or the analyzer is closed."""
+
+
 def _ignored(params) -> None:
     """A server's log lines and progress, its capability registrations: not needed here
     (pygls would print each one, or answer "unknown method")."""
@@ -50,7 +60,7 @@ class LspAnalyzer:
     def __init__(self, repo, server: str = "ty", deadline_s: float = 2.0, cold_deadline_s: float = 10.0,
                  hide_private: bool = False, hide_dunder: bool = True, cache_size: int = 4096,
                  command: list[str] | None = None, restart_backoff_s: float = 1.0, hang_s: float = 30.0,
-                 paths=None):
+                 paths=None, max_backoff_s: float = 60.0):
         from . import lsp_servers
         self.repo = Path(repo).resolve()
         self.server = self.name = server
@@ -66,6 +76,9 @@ class LspAnalyzer:
         self.hide_private, self.hide_dunder = hide_private, hide_dunder
         self.restart_backoff_s = restart_backoff_s
         self.hang_s = hang_s                      # a question this old means a hung server
+        self.flood_limits: dict = {}             # lsp_guard.Meter's, when not its defaults
+        from .health import Health
+        self.health_state = Health(server, self.repo, restart_backoff_s, max_backoff_s)
         # a server that marks every list incomplete (ty: auto-import candidates may follow as
         # the user types) while its members after a dot are all there (lsp_servers.py)
         self.complete_members = lsp_servers.SERVERS[server].complete_members if server in lsp_servers.SERVERS else False
@@ -104,6 +117,8 @@ class LspAnalyzer:
                                          hit.failed, hit.kinds, hit.hidden))
             self.calls += 1
         receiver = query.receiver if kind == "members" else ""
+        if self._closed:                          # evicted or closed: fail open now, never hang
+            return Answered(Analysis(receiver, frozenset(), 0.0, False, f"error: {self.server} is closed"))
         fut = asyncio.run_coroutine_threadsafe(self._complete(query.at, kind == "members"), self._loop)
         t0 = time.perf_counter()
         fut.add_done_callback(lambda f: self._landed(f, full, receiver, t0, getattr(query, "prefetch", False)))
@@ -115,10 +130,15 @@ class LspAnalyzer:
             asyncio.run_coroutine_threadsafe(self._prewarm(at), self._loop)
 
     async def _prewarm(self, at) -> None:
-        if self._doc_lock is None:
-            self._doc_lock = asyncio.Lock()
-        async with self._doc_lock:
-            await self._open(at)
+        try:                                      # bounded like a question (a server hung at
+            await self._asked(lambda: self._open(at), "initialize and didOpen")   # initialize:
+        except Exception:                         # noqa: BLE001 (killed; the failure is in health)
+            pass
+
+    def health(self) -> dict:
+        """`{"status": "ok" | "degraded", "reason", ...}`: degraded while questions fail open
+        (health.py)."""
+        return self.health_state.report(self.deadline())
 
     def close(self) -> None:
         if self._closed:
@@ -161,18 +181,30 @@ class LspAnalyzer:
             proc = getattr(c, "_server", None) if c is not None else None
             if c is not None and proc is not None and proc.returncode is None:
                 return c
-            if c is not None:                     # it died: restart, not more often than backoff
-                self.restarts += 1
-                wait = self.restart_backoff_s - (time.monotonic() - self._started_at)
+            if self._closed:
+                raise ServerDown(f"{self.server} is closed")
+            if self._spawned is not None:         # it died, hung or flooded: restart after the
+                wait = self.health_state.backoff_left()        # backoff; until then fail open
                 if wait > 0:
-                    await asyncio.sleep(wait)
+                    raise ServerDown(f"{self.server}: {self.health_state.reason}; restarting in {wait:.1f} s")
+                self.restarts += 1
+                self._warm = False                # the cold deadline again, for the new process
                 await self._discard()
-            return await self._start()
+            try:
+                return await self._start()
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                raise                             # _asked kills it and says why
+            except Exception as exc:              # could not start (or exited at initialize)
+                self._fail(self._spawned, f"could not start: {type(exc).__name__}: {exc}"[:200])
+                self._kill()
+                raise
 
     async def _start(self):
         from lsprotocol import types as T
-        from pygls.lsp.client import LanguageClient
-        c = LanguageClient("groundcode", "1")
+
+        from .lsp_guard import GuardedClient
+        c = GuardedClient("groundcode", "1", on_flood=lambda why: self._flooded(c, why),
+                          on_exit=lambda code: self._exited(c, code), limits=self.flood_limits)
         # the notebook part of a server's capabilities (ty sends a selector lsprotocol's converter
         # cannot structure) is of no use here: not structured at all
         c.protocol._converter.register_structure_hook(T.NotebookDocumentSyncOptions, lambda obj, _: None)
@@ -215,6 +247,7 @@ class LspAnalyzer:
         self._incremental = change == T.TextDocumentSyncKind.Incremental
         c.initialized(T.InitializedParams())
         self._client, self._docs = c, {}
+        self.health_state.busy("didOpen and a question")    # initialize is done: what runs now
         return c
 
     async def _cancel_rest(self) -> None:
@@ -257,14 +290,41 @@ class LspAnalyzer:
         await self._discard()
 
     def _kill(self) -> None:
+        """Kill the process started last; the next question starts a new one (after the
+        backoff). Its client's tasks end with the pipes (stopped in the background)."""
         c = self._spawned
         proc = getattr(c, "_server", None) if c is not None else None
+        if c is not None:
+            c._gc_killed = True                   # our doing: not reported again as a crash
+        if self._client is c:
+            self._client = None
         for p in [proc]:
             if p is not None and p.returncode is None:
                 try:
                     p.kill()
                 except ProcessLookupError:
                     pass
+
+    def _fail(self, c, reason: str) -> None:
+        """One failure per process (a flood, a hang, a crash, a start that failed)."""
+        if self._closed or (c is not None and getattr(c, "_gc_failed", False)):
+            return
+        if c is not None:
+            c._gc_failed = True
+        self.health_state.failed(reason)
+
+    def _flooded(self, c, why: str) -> None:
+        """The meter's verdict (lsp_guard.py), on the loop: the process is killed now."""
+        if c is self._spawned:
+            self._fail(c, f"{why}: killed")
+            self._kill()
+
+    def _exited(self, c, code) -> None:
+        """The process exited: a crash unless we killed it (or closed the analyzer)."""
+        if self._client is c:
+            self._client = None
+        if not getattr(c, "_gc_killed", False) and c is self._spawned:
+            self._fail(c, f"exited with code {code}")
 
     async def _sync(self, c, path: str, text: str) -> str:
         from lsprotocol import types as T
@@ -301,18 +361,33 @@ class LspAnalyzer:
             uri = await self._sync(c, p, t)
         return c, uri
 
-    async def _asked(self, work):
+    async def _asked(self, work, what: str = "a question"):
         """One question, answered once here. The document is synced and asked under its lock,
         so no other question's text replaces it before the server answers (a completion
-        answered against another splice's text is wrong or empty)."""
+        answered against another splice's text is wrong or empty). Both waits are bounded by
+        `hang_s`: the lock's (its holder is bounded itself: nothing is killed) and the work's
+        (start, initialize, didOpen, the answer: past it the process is killed)."""
         if self._doc_lock is None:
             self._doc_lock = asyncio.Lock()
-        async with self._doc_lock:
-            try:
-                return await asyncio.wait_for(work(), self.hang_s)
-            except asyncio.TimeoutError:          # hung: killed, restarted at the next question
-                self._kill()
-                raise ServerHung(f"{self.server} gave no answer in {self.hang_s:g} s: restarted") from None
+        try:
+            await asyncio.wait_for(self._doc_lock.acquire(), self.hang_s)
+        except asyncio.TimeoutError:
+            raise ServerDown(f"{self.server} is busy: waited {self.hang_s:g} s for an earlier question") from None
+        health = self.health_state
+        try:
+            health.busy("initialize" if self._client is None else what)
+            out = await asyncio.wait_for(work(), self.hang_s)
+            if what == "a question":
+                health.answered()
+            return out
+        except asyncio.TimeoutError:          # hung: killed, restarted at the next question
+            phase = "initialize" if self._client is None else what
+            self._fail(self._spawned, f"no answer to {phase} in {self.hang_s:g} s: killed")
+            self._kill()
+            raise ServerHung(f"{self.server} gave no answer in {self.hang_s:g} s: restarted") from None
+        finally:
+            health.idle()
+            self._doc_lock.release()
 
     async def _complete(self, at, after_dot: bool):
         return await self._asked(lambda: self._complete_now(at, after_dot))
