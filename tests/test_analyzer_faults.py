@@ -137,3 +137,47 @@ def test_a_question_after_close_fails_open_at_once(tmp_path):
     a.close()
     r = a.ask(MembersQuery(_at(tmp_path), "self", ("x",))).result(0)
     assert r is not None and r.failed == "error: fake is closed"
+
+
+def test_health_tells_the_truth_while_a_server_hangs_and_grounding_resumes_over_http(tmp_path, shop_repo,
+                                                                                   tiny_model_dir):
+    """`groundcode serve`'s service with the fake server as the workspace's analyzer, hung in its
+    first answer: the request is answered (its trigger fails open), /health says the analysis is
+    degraded and why, and within 2 H a request's trigger is constrained to Cart's members again
+    and /health says ok."""
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from groundcode.server.app import create_app
+    from groundcode.server.options import ServeOptions
+    from groundcode.server.service import Service
+    ws = tmp_path / "shop"
+    shutil.copytree(shop_repo, ws)
+    text = (ws / "shop" / "cart.py").read_text() + "\n    def total(self): return self."
+    lines = text.splitlines()
+    body = {"path": "shop/cart.py", "text": text, "line": len(lines), "column": len(lines[-1]), "max_tokens": 4}
+    svc = Service(ServeOptions(workspaces=[ws], model=str(tiny_model_dir), prewarm=False, lookahead=0,
+                               deadline_s=30))
+    a = LspAnalyzer(ws, "fake", deadline_s=0.5, cold_deadline_s=0.5, hang_s=H, restart_backoff_s=0.2,
+                    command=[sys.executable, str(FAKE), "hang-answer", str(tmp_path / "starts")])
+    svc.gen.set_analyzer(ws, a)
+    with TestClient(create_app(svc), base_url="http://127.0.0.1") as c:
+        t0 = time.monotonic()
+        r = c.post("/v1/code/completions", json=body)
+        assert r.status_code == 200 and r.json()["triggers"][0]["failed_open"], r.text
+        health = c.get("/health").json()
+        assert health["status"] == "ok"                         # the server serves ...
+        assert health["analysis"]["status"] == "degraded", health   # ... ungrounded, and says why
+        assert health["analysis"]["degraded"][0]["name"] == "fake" and health["analysis"]["degraded"][0]["reason"]
+        while True:
+            assert time.monotonic() - t0 < 2 * H, "grounding did not resume within 2x the hang bound"
+            body["text"] += " "                                # a new question each time (no cache)
+            d = c.post("/v1/code/completions", json=body).json()
+            first = d["triggers"][0]
+            if first["constrained"] and not first["failed_open"]:
+                break
+            time.sleep(0.05)
+        assert first["chosen"] in {"owner", "registry", "add", "last"}
+        assert c.get("/health").json()["analysis"] == {"status": "ok", "degraded": []}
+    svc.close()

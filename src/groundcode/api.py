@@ -59,7 +59,8 @@ class Generator:
         self.prompts = self.prompt_builder(prompt)
         self.block_sources: list = []      # callables ctx -> [PromptBlock]: model-only context
         self.batch_rows = batch_rows
-        self._analyzers: dict[tuple, object] = {}
+        from .analysis.pool import AnalyzerPool
+        self._analyzers = AnalyzerPool()   # bounded: least recently used / idle ones closed
         from .analysis.wait import WaitPolicy
         self.waits = WaitPolicy()          # the analysis-wait window of this generator's rows (the
                                            # session gives each request a view with its own)
@@ -119,6 +120,10 @@ class Generator:
                 out.append((p.name, key[0], p.pid))
         return out
 
+    def analyzer_report(self) -> list[dict]:
+        """Every analyzer's name, root, process id and health (status ok | degraded, reason)."""
+        return self._analyzers.report()
+
     def analyzer(self, repo: Path, python: Path | None = None, trust: bool = False, language=None):
         """The analyzer of a repository (one per repository, interpreter, trust and monitor
         settings, kept warm; views with another monitor configuration get their own). What it
@@ -168,7 +173,7 @@ class Generator:
 
     def set_analyzer(self, repo: Path, analyzer, python: Path | None = None) -> None:
         """Use `analyzer` (anything with the analysis.base.Analyzer interface) for `repo`."""
-        self._analyzers[(Path(repo).resolve(), str(python) if python else None)] = analyzer
+        self._analyzers.pin((Path(repo).resolve(), str(python) if python else None), analyzer)
 
     def close(self) -> None:
         """Stop the session and the analyzers' worker processes (also on `with Generator(...)
@@ -176,9 +181,7 @@ class Generator:
         s = self._shared.pop("session", None)
         if s is not None:
             s.close()
-        for a in self._analyzers.values():
-            a.close()
-        self._analyzers.clear()
+        self._analyzers.close()
         self.engine.close()                    # a remote model's HTTP client and thread pool
 
     def __enter__(self) -> "Generator":

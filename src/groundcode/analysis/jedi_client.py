@@ -119,6 +119,8 @@ class JediAnalyzer:
         self.timeouts = 0
         self.errors = 0
         self.restarts = 0
+        from .health import Health            # hung or dead workers, for /health
+        self.health_state = Health("jedi", self.repo)
 
     def _new_pool(self):
         # One worker: Jedi is not thread-safe, and one warm process keeps one warm cache.
@@ -167,6 +169,17 @@ class JediAnalyzer:
         the cold deadline is spent, the next trigger gets the warm one."""
         if not fut.cancelled() and fut.exception() is None:
             self._warm = True
+
+    def health(self) -> dict:
+        """`{"status": "ok" | "degraded", "reason", ...}` (health.py): degraded after a worker
+        was killed (hung) or died until a call is answered again, or while a call runs past
+        the deadline."""
+        h = self.health_state
+        if self._busy and time.perf_counter() - self._running_since > self.deadline():
+            h.busy("a call", time.monotonic() - (time.perf_counter() - self._running_since))
+        else:
+            h.idle()
+        return h.report(self.deadline())
 
     def close(self) -> None:
         """Stop the worker now (a busy or hung Jedi must not delay the caller's exit). The
@@ -289,6 +302,7 @@ class JediAnalyzer:
         self._pool = self._new_pool()
         self._inflight.clear()
         self.restarts += 1
+        self.health_state.failed(f"a call ran past {self.kill_after_s:g} s: the worker was killed")
         self._kill(old, wait=False)
 
     def _submit(self, at, key: tuple, receiver: str, prefetch: bool, soon: bool = False,
@@ -324,6 +338,7 @@ class JediAnalyzer:
             self._pool = self._new_pool()
             self._inflight.clear()
             self.restarts += 1
+            self.health_state.failed("the worker process died: replaced")
 
     def _hidden(self, names) -> frozenset:
         if not self.hide_private:
@@ -365,6 +380,8 @@ class JediTicket:
                 return None
             names, kinds, failed = _answer(fut.result(timeout=timeout))
             owner._warm = True
+            if owner.health_state.failures:
+                owner.health_state.answered()
         except cf.TimeoutError:
             owner.timeouts += 1
             return None

@@ -386,7 +386,8 @@ def create_app(service: Service) -> FastAPI:
                 "served": st.served, "cancelled": st.cancelled, "errors": st.errors,
                 "refused": {str(k): v for k, v in sorted(st.refused.items())},
                 "workers": len(service.analyzer_pids()),
-                "analyzers": service.analyzers(),
+                "analyzers": (analyzers := service.analyzers()),
+                "analysis": service.analysis_status(analyzers),
                 "lookahead": service.session.stats.get("lookahead"),
                 "uptime_s": round(time.time() - service.started, 1)}
 

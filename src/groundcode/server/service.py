@@ -483,8 +483,17 @@ class Service:
             self.stats.served += 1
 
     def analyzers(self) -> list[dict]:
-        """The analyzers this server runs: name, root, and a language server's process id."""
-        return [{"name": name, "root": str(root), "pid": pid} for name, root, pid in self.gen.running_analyzers()]
+        """The analyzers this server runs: name, root, a language server's process id, and
+        health (status ok | degraded, reason: analysis/health.py)."""
+        return self.gen.analyzer_report()
+
+    @staticmethod
+    def analysis_status(analyzers: list[dict]) -> dict:
+        """/health's `analysis`: degraded while an analyzer's questions fail open (hung,
+        flooding, crashing, restarting), each with its reason; the server itself stays up."""
+        bad = [{"name": a["name"], "root": a["root"], "reason": a["reason"]} for a in analyzers
+               if a["status"] != "ok"]
+        return {"status": "degraded" if bad else "ok", "degraded": bad}
 
     def analyzer_pids(self) -> list[int]:
         """Worker processes of this server (the analyzers'), for /health and leak checks."""
