@@ -217,8 +217,9 @@ _STOP = typer.Option("auto", "--stop", help="auto (as the editor server: a body 
                      "until the code leaves the cursor's block (or the body ends); statement: after the "
                      "first statement; line: after the first line")
 _SERVER = typer.Option(None, "--server", help="send the request to this running `groundcode serve` "
-                       "(e.g. http://127.0.0.1:8012) instead of loading the model; by default one on "
-                       "127.0.0.1:8012 that serves the file is used when the options allow")
+                       "(e.g. http://127.0.0.1:8012; $GROUNDCODE_API_KEY is sent) instead of loading "
+                       "the model; by default your own server that serves the file is found through "
+                       "its discovery file (never by port; no key is sent to it)")
 _NOSERVER = typer.Option(False, "--no-server", help="never use a running groundcode serve")
 _PROMPT_CAP = typer.Option(1024, "--max-prompt-tokens", help="cap the prompt at this many tokens, as "
                            "editors do (0: the model's window); a shorter prompt prefills faster")
@@ -303,13 +304,16 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
     def ctx():
         path, cur = parse_file_position(position)
         return cursor_context(path, cur.line, cur.column, _check_repo(repo, path))
-    # a running `groundcode serve` answers when the options are ones it takes (the defaults)
-    plain = not (no_monitor or analyzer != "jedi" or tool_tokens or tool_threshold is not None or tool_entropy is not None
-                 or no_sdk or no_keywords or vocabulary or python or trust or declarations or repo
-                 or remote_model or tokenizer or remote_constraint != "auto" or fim != "auto"
-                 or not heal or hide_private or device or dtype or stream)
-    if not no_server and (server is not None or plain):
-        if _via_server(position, server, model, temperature, top_p, seed, max_new_tokens, stop, as_json):
+    # a running `groundcode serve` answers unless an option it cannot take is set
+    local = _local_only(no_monitor=no_monitor, tool_tokens=tool_tokens, tool_threshold=tool_threshold is not None,
+                        tool_entropy=tool_entropy is not None, no_sdk=no_sdk, no_keywords=no_keywords,
+                        vocabulary=vocabulary, python=python, trust=trust, declarations=declarations,
+                        repo=repo, remote_model=remote_model, tokenizer=tokenizer,
+                        remote_constraint=remote_constraint != "auto", fim=fim != "auto", heal=not heal,
+                        hide_private=hide_private, device=device, dtype=dtype, stream=stream)
+    if _use_server(no_server, server, local):
+        if _via_server(position, server, model, temperature, top_p, seed, max_new_tokens, stop, as_json,
+                       max_prompt_tokens=max_prompt_tokens, deadline=deadline, analyzer=analyzer):
             return
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,
@@ -318,10 +322,29 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
          vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens, analyzer=analyzer)
 
 
+def _local_only(**options) -> list[str]:
+    """The options set that a server cannot take (they keep the CLI local), as flags."""
+    return ["--" + k.replace("_", "-") for k, v in options.items() if v not in (None, False, "", 0)]
+
+
+def _use_server(no_server: bool, server, local: list[str]) -> bool:
+    """Whether to look for a server: never with --no-server; --server with options a server
+    cannot take is an error (they would be dropped), a discovered one is skipped."""
+    if no_server:
+        return False
+    if server is not None and local:
+        error(f"--server: {', '.join(local)} cannot be sent to a server (drop --server to run "
+              "here, or the option)")
+        raise typer.Exit(2)
+    return not local
+
+
 def _via_server(target, server, model, temperature, top_p, seed, max_new_tokens, stop, as_json,
-                function: bool = False) -> bool:
+                function: bool = False, max_prompt_tokens: int | None = None,
+                deadline: float | None = None, analyzer: str = "jedi") -> bool:
     """`complete` (FILE:LINE:COL) or `generate` (FILE:FUNCTION, `function`) through a running
-    groundcode serve (server/reuse.py); False: none to use."""
+    groundcode serve (server/reuse.py) with every option that shapes the answer (the server
+    refuses one it cannot honour); False: none to use."""
     from .repo import parse_file_function, parse_file_position, read_source
     from .server.reuse import complete_via, find_server
     if isinstance(model, str) and model.startswith(("http://", "https://")):
@@ -332,19 +355,23 @@ def _via_server(target, server, model, temperature, top_p, seed, max_new_tokens,
             path, name = parse_file_function(target)
         else:
             path, cur = parse_file_position(target)
-        url = find_server(server, path, model)
-        if url is None:
+        found = find_server(server, path, model, analyzer)
+        if found is None:
             return False
+        url = found.url
+        same = dict(max_prompt_tokens=max_prompt_tokens, analysis_deadline=deadline, model=model,
+                    analyzer=analyzer)
         from .context import cursor_context, function_context
         text = read_source(path)
         if function:                                      # checks the function exists
             ctx = function_context(path, name, path.parent, text=text)
-            out = complete_via(url, path, None, None, text, max_new_tokens=max_new_tokens, temperature=temperature,
-                               top_p=top_p, seed=seed, stop=_stop_for(stop, ctx), function=name)
+            out = complete_via(found, path, None, None, text, max_new_tokens=max_new_tokens, temperature=temperature,
+                               top_p=top_p, seed=seed, stop=_stop_for(stop, ctx), function=name, **same)
         else:                                             # checks the position
             ctx = cursor_context(path, cur.line, cur.column, path.parent, text=text)
-            out = complete_via(url, path, cur.line, cur.column, text, max_new_tokens=max_new_tokens,
-                               temperature=temperature, top_p=top_p, seed=seed, stop=_stop_for(stop, ctx))
+            out = complete_via(found, path, cur.line, cur.column, text, max_new_tokens=max_new_tokens,
+                               temperature=temperature, top_p=top_p, seed=seed, stop=_stop_for(stop, ctx),
+                               **same)
     except GroundcodeError as exc:
         error(str(exc))
         raise typer.Exit(2)
@@ -387,13 +414,16 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
     def ctx():
         path, name = parse_file_function(target)
         return function_context(path, name, _check_repo(repo, path))
-    plain = not (no_monitor or analyzer != "jedi" or tool_tokens or tool_threshold is not None
-                 or tool_entropy is not None or no_sdk or no_keywords or vocabulary or python or trust
-                 or declarations or repo or remote_model or tokenizer or remote_constraint != "auto"
-                 or fim != "auto" or not heal or hide_private or device or dtype or stream or max_prompt_tokens)
-    if not no_server and (server is not None or plain):
+    local = _local_only(no_monitor=no_monitor, tool_tokens=tool_tokens, tool_threshold=tool_threshold is not None,
+                        tool_entropy=tool_entropy is not None, no_sdk=no_sdk, no_keywords=no_keywords,
+                        vocabulary=vocabulary, python=python, trust=trust, declarations=declarations,
+                        repo=repo, remote_model=remote_model, tokenizer=tokenizer,
+                        remote_constraint=remote_constraint != "auto", fim=fim != "auto", heal=not heal,
+                        hide_private=hide_private, device=device, dtype=dtype, stream=stream)
+    if _use_server(no_server, server, local):
         if _via_server(target, server, model, temperature, top_p, seed, max_new_tokens, stop, as_json,
-                       function=True):
+                       function=True, max_prompt_tokens=max_prompt_tokens, deadline=deadline,
+                       analyzer=analyzer):
             return
     _run(ctx, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim, heal, stop, stream,

@@ -29,11 +29,12 @@ from .. import __version__
 from ..errors import GroundcodeError
 from . import wire
 from .admission import Busy
+from .discovery import IDENTITY_PATH, proof
 from .guard import ClientError
 from .schemas import CodeRequest, CompletionRequest, InfillRequest
 from .service import Service
 
-OPEN_PATHS = {"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"}
+OPEN_PATHS = {"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc", IDENTITY_PATH}
 
 DESCRIPTION = """groundcode: a small code model whose identifiers are checked by static analysis
 while it writes. `/v1/completions` speaks OpenAI's legacy completions (add
@@ -66,12 +67,15 @@ def _validation_message(exc: RequestValidationError) -> str:
     return msg + (f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else "")
 
 
-def authorized(headers: dict, key: bytes | None) -> bool:
-    """`Authorization: Bearer KEY` (the scheme case-insensitive, RFC 7235), or no key set."""
+def authorized(headers: dict, key: bytes | None, token: bytes | None = None) -> bool:
+    """`Authorization: Bearer KEY` (the scheme case-insensitive, RFC 7235), or no key set; the
+    discovery file's `token` (discovery.py) authenticates as the key does."""
     if key is None:
         return True
-    scheme, _, token = headers.get(b"authorization", b"").strip().partition(b" ")
-    return scheme.lower() == b"bearer" and secrets.compare_digest(token.strip(), key)
+    scheme, _, given = headers.get(b"authorization", b"").strip().partition(b" ")
+    given = given.strip()
+    return scheme.lower() == b"bearer" and (secrets.compare_digest(given, key) or (
+        token is not None and secrets.compare_digest(given, token)))
 
 
 def host_of(value: bytes) -> str:
@@ -88,9 +92,10 @@ class _Guard:
     limit. Raising an HTTPException from `receive` lets FastAPI answer it (it re-raises
     HTTPExceptions that happen while it reads the body)."""
 
-    def __init__(self, app, max_bytes: int, api_key: str | None, hosts=None):
+    def __init__(self, app, max_bytes: int, api_key: str | None, hosts=None, token: str | None = None):
         self.app, self.max_bytes = app, max_bytes
         self.key = api_key.encode() if api_key else None
+        self.token = token.encode() if token else None
         self.hosts = None if hosts is None or "*" in hosts else {h.lower().strip("[]") for h in hosts}
 
     async def __call__(self, scope, receive, send):
@@ -102,7 +107,7 @@ class _Guard:
                                      "served here (groundcode serve --allow-host NAME)",
                                 "misdirected_request")(scope, receive, send)
         if self.key is not None and scope.get("path") not in OPEN_PATHS:
-            if not authorized(headers, self.key):
+            if not authorized(headers, self.key, self.token):
                 resp = _error(401, "missing or wrong API key: send 'Authorization: Bearer KEY'",
                               "authentication_error", {"WWW-Authenticate": "Bearer"})
                 return await resp(scope, receive, send)
@@ -144,7 +149,10 @@ class _ClosingStream(StreamingResponse):
             self._on_close()
 
 
-def create_app(service: Service) -> FastAPI:
+def create_app(service: Service, identity_token: str | None = None, on_shutdown=None) -> FastAPI:
+    """The app; `identity_token`: the token of this server's discovery file (discovery.py), which
+    it proves it holds at /v1/identity and accepts as the API key; `on_shutdown()` runs when the
+    server stops (uvicorn re-raises SIGTERM after its shutdown: code after `run` never runs)."""
     @asynccontextmanager
     async def lifespan(app):
         if service.opts.prewarm:
@@ -154,14 +162,17 @@ def create_app(service: Service) -> FastAPI:
         try:
             yield
         finally:
+            if on_shutdown is not None:
+                on_shutdown()
             await run_in_threadpool(service.close)
 
     app = FastAPI(title="groundcode", version=__version__, description=DESCRIPTION,
                   lifespan=lifespan)
     app.state.service = service
     app.add_middleware(_Guard, max_bytes=service.opts.max_body_bytes, api_key=service.opts.api_key,
-                       hosts=service.opts.hosts())
+                       hosts=service.opts.hosts(), token=identity_token)
     key = service.opts.api_key.encode() if service.opts.api_key else None
+    token = identity_token.encode() if identity_token else None
 
     def refused(status: int) -> None:
         service.stats.refused[status] = service.stats.refused.get(status, 0) + 1
@@ -368,12 +379,21 @@ def create_app(service: Service) -> FastAPI:
                                             "created": int(service.started),
                                             "owned_by": "groundcode"}]}
 
+    @app.get(IDENTITY_PATH, summary="This server's proof that it wrote the discovery file the "
+             "CLI read: HMAC(token, challenge) (docs/EDITORS.md)")
+    async def identity(challenge: str = ""):
+        if not identity_token or not 16 <= len(challenge) <= 128:
+            return _error(404, "no discovery identity here" if not identity_token
+                          else "challenge: 16 to 128 characters")
+        return {"proof": proof(identity_token, challenge)}
+
     @app.get("/health", summary="Liveness (never needs the API key); load and details with it")
     async def health(request: Request):
         adm, st = service.admission, service.stats
         dead = service.dead()
         status = {"status": "not ok" if dead else "ok"}
-        if not authorized({k.encode("latin-1"): v.encode("latin-1") for k, v in request.headers.items()}, key):
+        if not authorized({k.encode("latin-1"): v.encode("latin-1") for k, v in request.headers.items()},
+                          key, token):
             return JSONResponse(status, status_code=503 if dead else 200)
         if dead:
             return JSONResponse({**status, "error": dead}, status_code=503)

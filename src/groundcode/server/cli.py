@@ -5,7 +5,8 @@ when it runs, so the rest of the CLI works without the `serve` extra.
                      [--port 8012] [--api-key KEY] [--max-concurrency 2] [--queue 8]
                      [--deadline 30]
 
-Binds to loopback unless told otherwise; prints one line with the address when it is ready.
+Binds to loopback unless told otherwise; prints one line with the address when it is ready;
+writes a discovery file for the CLI while it runs (discovery.py).
 Not here: the app (app.py). Tested by tests/test_server_http.py (a real uvicorn subprocess).
 """
 from __future__ import annotations
@@ -53,6 +54,10 @@ def serve_cmd(
     analysis_deadline: float = typer.Option(2.0, "--analysis-deadline",
                                             help="seconds per (warm) analysis call before "
                                                  "failing open"),
+    max_prompt_tokens: int = typer.Option(1024, "--max-prompt-tokens",
+                                          help="cap prompts at this many tokens, as `groundcode "
+                                               "complete` does (0: the model's window); a request "
+                                               "of the CLI may send its own"),
     max_tokens: int = typer.Option(1024, "--max-tokens-limit",
                                    help="largest max_tokens / n_predict a request may ask"),
     max_body: int = typer.Option(2 << 20, "--max-body-bytes", help="largest request body"),
@@ -97,6 +102,7 @@ def serve_cmd(
                         max_concurrency=max_concurrency, queue=queue, deadline_s=deadline,
                         max_body_bytes=max_body, max_tokens_cap=max_tokens, device=device,
                         dtype=dtype, analysis_deadline_s=analysis_deadline,
+                        max_prompt_tokens=max_prompt_tokens,
                         prewarm=not no_prewarm, lookahead=lookahead, remote_model=remote_model,
                         tokenizer=tokenizer,
                         remote_constraint=remote_constraint, trust=trust, host=host, analyzer=analyzer,
@@ -104,7 +110,9 @@ def serve_cmd(
                         python=str(python.expanduser()) if python else None)
     with err.status("loading model…", spinner="dots"):
         service = Service(opts)
-    app = create_app(service)
+    from .discovery import advertise, new_token, withdraw
+    token = new_token()                     # proves this server to the CLI (discovery.py)
+    app = create_app(service, identity_token=token, on_shutdown=withdraw)
     if host not in ("127.0.0.1", "localhost", "::1") and not api_key:
         err.print(f"[yellow]warning:[/yellow] listening on {host} without --api-key")
     if host not in ("127.0.0.1", "localhost", "::1") and not allow_host:
@@ -113,5 +121,8 @@ def serve_cmd(
     err.print(f"groundcode serve: {service.model_name} on http://{host}:{port} "
               f"(workspaces: {', '.join(str(r) for r in service.roots) or 'none'}; pid {os.getpid()})",
               highlight=False, soft_wrap=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False,
-                timeout_graceful_shutdown=5)
+    reach = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    url = f"http://{'[' + reach + ']' if ':' in reach else reach}:{port}"
+    with advertise(url, token, service.roots, service.model_name, analyzer):   # removed at shutdown
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False,
+                    timeout_graceful_shutdown=5)

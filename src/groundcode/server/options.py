@@ -23,6 +23,7 @@ class ServeOptions:
     device: str | None = None
     dtype: str | None = None
     analysis_deadline_s: float = 2.0 # per analysis call (MonitorConfig.deadline_s)
+    max_prompt_tokens: int = 1024    # prompt cap, as `groundcode complete` (0: the model's window)
     prewarm: bool = True             # prewarm each workspace's analyzer at start
     lookahead: int = 2               # idle-time rows per cursor suggestion (session.Session)
     analyzer: str = "jedi"           # jedi or an installed language server (ty)

@@ -105,3 +105,9 @@ class CodeRequest(_Strict):
     seed: int = Field(0, **SEED)
     until: Literal["block", "statement", "line"] = "block"   # where the completion ends
     stream: bool = False
+    # what `groundcode complete` sends so that its answer through a server is its answer alone
+    # (None: the server's own setting; a model or analyzer other than the server's: 400)
+    max_prompt_tokens: Optional[int] = Field(None, ge=0)   # the prompt cap (0: the window)
+    analysis_deadline: Optional[float] = Field(None, gt=0, le=600)   # seconds per analysis call
+    model: Optional[str] = None
+    analyzer: Optional[str] = None

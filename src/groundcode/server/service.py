@@ -93,10 +93,13 @@ class Service:
                       "api_key": os.environ.get("GROUNDCODE_REMOTE_API_KEY")} if is_remote(opts.model) else {}
             from ..models.load import serving_dtype
             dtype = opts.dtype if remote else serving_dtype(opts.dtype, opts.device)
+            from ..config import PromptConfig
             generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s,
                                                             trust=opts.trust, python=opts.python,
                                                             analyzer=opts.analyzer),
-                                  device=opts.device, dtype=dtype, **remote)
+                                  device=opts.device, dtype=dtype,
+                                  prompt=PromptConfig(max_prompt_tokens=max(0, opts.max_prompt_tokens)),
+                                  **remote)
         self.gen = generator
         if opts.lookahead < 0:
             raise GroundcodeError(f"--lookahead must be >= 0, got {opts.lookahead}")
@@ -353,8 +356,23 @@ class Service:
             return Prepared(None, False, None, note, warm=req, fim=fim, response_fields=b.response_fields)
         return Prepared(req, False, None, note, fim=fim, response_fields=b.response_fields)
 
+    def _honoured(self, b: CodeRequest) -> dict:
+        """The per-request configuration a CLI sent (the prompt cap, the analysis deadline); a
+        model or analyzer other than this server's is refused, never silently replaced."""
+        if b.model is not None and b.model not in (self.model_name, Path(b.model).name):
+            raise ClientError(f"this server serves {self.model_name}, not {b.model}")
+        if b.analyzer is not None and b.analyzer != self.opts.analyzer:
+            raise ClientError(f"this server's analyzer is {self.opts.analyzer}, not {b.analyzer}")
+        kw = {}
+        if b.max_prompt_tokens is not None:
+            kw["prompt"] = replace(self.gen.prompts.config, max_prompt_tokens=b.max_prompt_tokens)
+        if b.analysis_deadline is not None:
+            kw["monitor"] = replace(self.gen.monitor, deadline_s=b.analysis_deadline)
+        return kw
+
     def code(self, b: CodeRequest) -> Prepared:
         check_text("text", b.text)
+        kw = self._honoured(b)
         text = b.text
         if text is None:
             real = inside(self.roots, b.path)
@@ -373,11 +391,11 @@ class Service:
                 ctx = self.workspace.function(real, b.function, text=text)
             except GroundcodeError as exc:
                 raise ClientError(str(exc)) from None
-            return Prepared(self._request(context=ctx, sampling=sampling), True, self.relative(real))
+            return Prepared(self._request(context=ctx, sampling=sampling, **kw), True, self.relative(real))
         if b.line is None or b.column is None:
             raise ClientError("line and column are required (or function: a body to write)")
         real, ctx = self._context(b.path, text, b.line, b.column, must_exist=b.text is None)
-        req = self._request(context=ctx, sampling=sampling)
+        req = self._request(context=ctx, sampling=sampling, **kw)
         return Prepared(req, True, self.relative(real))
 
     # -- running -----------------------------------------------------------------------------
