@@ -39,6 +39,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from .base import Analysis, Answered, MembersQuery, Overlay, SignatureAnswer, SignatureQuery, query_key
+from .isolated_spawn import isolated
 from .jedi_worker import Job, complete_members, init, init_process, warm_file
 
 _NO_OVERLAY = Overlay()
@@ -126,8 +127,9 @@ class JediAnalyzer:
         # One worker: Jedi is not thread-safe, and one warm process keeps one warm cache.
         self._sent = None
         if self.workers == "process":
-            return cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
-                                          initializer=init_process)
+            with isolated():           # its queues may start multiprocessing's resource tracker
+                return cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
+                                              initializer=init_process)
         return cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="jedi", initializer=init)
 
     # -- the interface --------------------------------------------------------------------------
@@ -245,7 +247,8 @@ class JediAnalyzer:
         pool = fut._gc_pool = self._pool
         self._running_since = time.perf_counter()
         try:
-            with _main_not_imported():     # the worker process may start on this submit
+            with _main_not_imported(), isolated():   # the worker process may start on this submit
+                # (isolated: `python -I`, nothing imported from the current directory)
                 inner = pool.submit(fn, job)
         except Exception as exc:           # a broken or closed pool: this call fails open
             inner = cf.Future()

@@ -70,6 +70,10 @@ class LspAnalyzer:
         self.paths = tuple(paths) if paths is not None else search_paths(self.repo)   # interpreter's, or the venv's)
         self._env = lsp_servers.environment(server) if known else None
         self._init_options = lsp_servers.init_options(server, self.paths) if known else None
+        # its working directory and configuration: a private directory, never the repository
+        self._workdir = lsp_servers.workdir(server, self.repo, self.paths) if known else None
+        from ..trust import trusted as _listed
+        self.trusted = _listed(self.repo)         # for the trigger records; a server runs nothing
         self._incremental = False                 # the server takes ranged didChange events
         self.deadline_s = deadline_s
         self.cold_deadline_s = max(cold_deadline_s, deadline_s)
@@ -155,6 +159,9 @@ class LspAnalyzer:
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+        if self._workdir is not None:
+            import shutil
+            shutil.rmtree(self._workdir, ignore_errors=True)
 
     def __enter__(self) -> "LspAnalyzer":
         return self
@@ -218,10 +225,13 @@ class LspAnalyzer:
             c.feature(method)(_ignored)
 
         @c.feature(T.WORKSPACE_CONFIGURATION)
-        def _configuration(params):          # pyright asks: groundcode's interpreter, never the
-            return [settings(item.section, self.paths) for item in params.items]     # repository's
+        def _configuration(params):          # pyright, pyrefly ask: groundcode's interpreter and
+            from .lsp_servers import configuration       # configuration, never the repository's
+            return [configuration(self.server, item.section, self.paths, self._workdir)
+                    if self._workdir is not None else settings(item.section, self.paths)
+                    for item in params.items]
         self._started_at = time.monotonic()
-        await c.start_io(self.cmd[0], *self.cmd[1:], cwd=str(self.repo), env=self._env)
+        await c.start_io(self.cmd[0], *self.cmd[1:], cwd=str(self._workdir or self.repo), env=self._env)
         self._spawned = c                         # killed by close() even if it never answers
         proc = getattr(c, "_server", None)
         if proc is not None and proc.stderr is not None:     # its log: read, never left to fill

@@ -181,18 +181,70 @@ def command(name: str) -> list[str]:
     if spec.run == "python":
         boot = (f"import sys; sys.path.insert(0, {str(home(spec) / _site())!r}); sys.argv[0] = {name!r}; "
                 f"from {spec.entry} import cli; sys.exit(cli())")
-        return [sys.executable, "-c", boot, *spec.args]
+        # -I: isolated (no current directory or script directory on sys.path, no PYTHON*
+        # variable, no user site): a repository's pathlib.py never runs in place of the stdlib's
+        return [sys.executable, "-I", "-c", boot, *spec.args]
     return [str(exe), *spec.args]
 
 
+# variables that point a process at code to run or load: interpreters, startup files, plugin and
+# module paths, preloaded libraries; no server inherits them (the user's shell may have a
+# repository's venv active, or NODE_OPTIONS=--require ...)
+_STRIPPED = ("VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_PYTHON_EXE",
+             "CONDA_EXE", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "NODE_EXTRA_CA_CERTS",
+             "TSS_LOG", "TSC_NONPOLLING_WATCHER", "MYPYPATH", "MYPY_CONFIG_FILE_DIR", "MYPY_CACHE_DIR",
+             "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
+             "PYREFLY_CONFIG", "BASH_ENV", "ENV", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS")
+_STRIPPED_PREFIXES = ("PYTHON", "PIP_", "UV_", "POETRY_", "PIPENV_", "PDM_", "npm_config_", "NPM_CONFIG_",
+                      "TS_NODE_", "BASEDPYRIGHT", "PYRIGHT")
+
+
 def environment(name: str) -> dict:
-    """The server's environment: a server that runs an interpreter (Jedi's, pyright's) must not
-    find the user's active virtual environment through the variables that name it."""
-    env = dict(os.environ)
-    if get(name).run != "binary":
-        for k in ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
-            env.pop(k, None)
-    return env
+    """Every server's environment: this process's, less the variables that point at an
+    interpreter, a startup file, a plugin or a library to load (`_STRIPPED`, and every PYTHON*,
+    NODE_* option, package-manager and pyright variable). A server never finds the user's
+    active virtual environment, a PYTHONSTARTUP or NODE_OPTIONS=--require through them."""
+    get(name)
+    return {k: v for k, v in os.environ.items()
+            if k not in _STRIPPED and not k.startswith(_STRIPPED_PREFIXES)}
+
+
+def workdir(name: str, repo: Path, paths=()) -> Path:
+    """A private directory outside the repository (mode 0700): the server's working directory
+    (a server started in the repository would find its modules and its binaries there), and
+    the configuration groundcode gives a server instead of the repository's where the server
+    takes one: pyrefly's `pyrefly.configPath` (`skip-interpreter-query`, the search paths
+    given as directories), so no interpreter a repository's pyproject.toml or pyrefly.toml
+    names is ever queried. The caller removes it (shutil.rmtree) when the server is closed."""
+    d = Path(tempfile.mkdtemp(prefix=f"gc-{name}-"))
+    if name == "pyrefly":
+        lines = ["skip-interpreter-query = true",
+                 f"search-path = [{_toml(repo)}]",
+                 f"site-package-path = [{', '.join(_toml(p) for p in paths)}]",
+                 f'python-version = "{sys.version_info.major}.{sys.version_info.minor}"',
+                 'python-platform = "linux"' if sys.platform.startswith("linux") else ""]
+        (d / "pyrefly.toml").write_text("\n".join(x for x in lines if x) + "\n", encoding="utf-8")
+    return d
+
+
+def _toml(p) -> str:
+    import json
+    return json.dumps(str(p))       # a TOML basic string is JSON's (no control characters in paths)
+
+
+def configuration(name: str, section: str | None, paths=(), work: Path | None = None):
+    """The answer to a server's workspace/configuration question: lsp_messages.settings
+    (groundcode's interpreter as `python.pythonPath`, the search paths), and for pyrefly its
+    own section pointing at the configuration groundcode wrote (`workdir`)."""
+    from .lsp_messages import settings
+    out = settings(section, paths)
+    if name == "pyrefly" and work is not None:
+        mine = {"configPath": str(work / "pyrefly.toml"), "extraPaths": list(paths)}
+        if section == "python":
+            out = {**(out or {}), "pyrefly": mine}
+        elif section == "pyrefly":
+            out = mine
+    return out
 
 
 def init_options(name: str, paths=()) -> dict | None:
