@@ -215,3 +215,43 @@ def test_an_explicit_python_is_that_interpreter_only(hostile):
         r = _members(a, hostile)
     assert "venv_function" not in r.names
     assert not _ran(hostile)
+
+
+def test_trust_is_per_root_and_never_spreads(tmp_path, monkeypatch):
+    """The editor's {"trust": true} trusts the folder it named at initialize; the repository of a
+    file opened outside it, and a folder added later, stay untrusted unless the user's list names
+    them; `serve --trust` (Workspace(trust=True)) trusts the roots given at start only."""
+    from groundcode.server.lsp_completer import Completer
+    from groundcode.workspace import Workspace
+    monkeypatch.setenv("GROUNDCODE_CONFIG", str(tmp_path / "config"))
+    roots = {}
+    for n in "abc":
+        r = tmp_path / n
+        (r / ".git").mkdir(parents=True)
+        (r / "m.py").write_text("x = 1\n")
+        roots[n] = r.resolve()
+    a, b, c = roots["a"], roots["b"], roots["c"]
+
+    def boom():
+        raise RuntimeError("no model in this test")
+    comp = Completer(boom, debounce_s=0)
+    comp.start([a], trust=True)
+    assert comp.trusted_roots == [a]
+    comp.open(b / "m.py", "x = 1\n")                 # another clone: a root, not trusted
+    assert set(comp.roots) == {a, b} and comp.trusted_roots == [a]
+    assert comp._ensure(b / "m.py").cursor(b / "m.py", 1, 0).trust is False
+    assert comp._ensure(a / "m.py").cursor(a / "m.py", 1, 0).trust is True
+    comp.set_roots(comp.roots + [c])                 # didChangeWorkspaceFolders
+    assert comp.trusted_roots == [a]
+    trust.add(c)                                     # `groundcode trust c`
+    assert comp.trusted_roots == [a, c]
+    comp.set_roots([b, c])                           # a removed ...
+    comp.set_roots([a, b, c])                        # ... and added again: no longer trusted
+    assert comp.trusted_roots == [c]
+
+    cli = Completer(boom, [a], debounce_s=0, trust=True)   # `lsp --trust --workspace a`
+    cli.open(b / "m.py", "x = 1\n")
+    assert cli.trusted_roots == [a]
+
+    ws = Workspace([a, b], trust=True)                # `serve --trust --workspace a --workspace b`
+    assert ws.trusted_roots() == [a, b] and Workspace([a, b], trust=[a]).trusted_roots() == [a]

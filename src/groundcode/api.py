@@ -155,6 +155,7 @@ class Generator:
                 from .trust import search_paths
                 a = LspAnalyzer(root, server, deadline_s=m.deadline_s, hide_private=m.hide_private,
                                 hide_dunder=m.hide_dunder, paths=search_paths(root, python))
+                a.trusted = bool(trust) or a.trusted      # recorded only: a server runs nothing
             else:
                 from .analysis.jedi_client import JediAnalyzer
                 a = JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,

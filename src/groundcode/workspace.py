@@ -2,7 +2,10 @@
 must see them.
 
     ws = Workspace([root, ...], python=None, trust=False)   # roots: analyzer projects; python,
-                                                  # trust: what the analyzer may run (trust.py)
+                                                  # trust: what the analyzer may run (trust.py):
+                                                  # True trusts these roots, or a set of roots
+    ws.trusted(root) -> bool                      # trusted here, or on the user's list
+    ws.trusted_roots() -> [Path, ...]             # the roots that are (for /health)
     ws.resolve(path) -> Path                      # absolute, inside a root (symlinks resolved)
     ws.open(path, text) / ws.change(path, text) / ws.close(path)   # editor buffers
     ws.text(path) -> str                          # the buffer if open, else the file on disk
@@ -16,6 +19,11 @@ environment; the analyzer reads those buffers instead of the disk when the code 
 imports them, and keys its cache by the stamp, so an edit in one buffer is seen by questions
 about another. The file being completed is analysed from the context's own text (the buffer),
 so its keystrokes do not change the stamp. Files are only ever read. Thread-safe.
+
+Trust is per root (trust.py): a context's `trust` is whether the root that holds its file is
+trusted — named in `trust` (a root under a trusted one is too), or on the user's list
+(`groundcode trust DIR`). A root added later (another Workspace with more roots) is trusted
+only if the caller says so: `trust=True` means the roots given here, never a later one.
 Not here: making contexts from text (context.py), reading overlays (analysis/jedi_worker.py).
 Test: tests/test_workspace.py.
 """
@@ -31,7 +39,7 @@ from .repo import read_source, text_version
 
 
 class Workspace:
-    def __init__(self, roots, python: str | Path | None = None, trust: bool = False):
+    def __init__(self, roots, python: str | Path | None = None, trust=False):
         roots = [roots] if isinstance(roots, (str, Path)) else list(roots)
         if not roots:
             raise GroundcodeError("a workspace needs at least one root directory")
@@ -42,10 +50,23 @@ class Workspace:
                 raise GroundcodeError(f"workspace root is not a directory: {r}")
             self.roots.append(p)
         self.python = Path(python).expanduser() if python else None
-        self.trust = bool(trust)
+        if isinstance(trust, bool):               # True: the roots given here, and no other
+            self.trusted_set = frozenset(self.roots) if trust else frozenset()
+        else:
+            self.trusted_set = frozenset(Path(t).expanduser().resolve() for t in trust)
         self._buffers: dict[Path, tuple[str, str]] = {}     # path -> (text, its content hash)
         self._version = 0
         self._lock = threading.Lock()
+
+    # -- trust --------------------------------------------------------------------------------
+    def trusted(self, root: str | Path) -> bool:
+        """`root` lies under a root trusted here, or under one on the user's list."""
+        from . import trust
+        p = Path(root).expanduser().resolve()
+        return any(p == t or p.is_relative_to(t) for t in self.trusted_set) or trust.trusted(p)
+
+    def trusted_roots(self) -> list[Path]:
+        return [r for r in self.roots if self.trusted(r)]
 
     # -- paths --------------------------------------------------------------------------------
     def root_of(self, path: str | Path) -> Path:
@@ -114,8 +135,9 @@ class Workspace:
     def _dress(self, ctx: CodeContext, p: Path) -> CodeContext:
         ctx.overlay = self.overlay(exclude=p)
         ctx.python = self.python
-        ctx.trust = self.trust
-        return ctx
+        root = Path(ctx.repo) if ctx.repo is not None else p
+        ctx.trust = any(root == t or root.is_relative_to(t) for t in self.trusted_set)   # (the
+        return ctx                                # user's list: trust.environment reads it)
 
     def cursor(self, path: str | Path, line: int, column: int, text: str | None = None) -> CodeContext:
         """Continue the buffer (or `text`) at (line 1-based, column 0-based)."""

@@ -334,6 +334,7 @@ class ChainAnalyzer:
         self.analyzers = list(analyzers)
         self.name = "+".join(a.name for a in self.analyzers)
         self.pid = None                     # each link's own: Generator.running_analyzers
+        self.trusted = any(getattr(a, "trusted", False) for a in self.analyzers)   # trust.py
 
     def ask(self, query) -> ChainTicket:
         return ChainTicket(self.analyzers, query)

@@ -399,6 +399,7 @@ def create_app(service: Service, identity_token: str | None = None, on_shutdown=
             return JSONResponse({**status, "error": dead}, status_code=503)
         return {"status": "ok", "model": service.model_name, "fim": service.has_fim,
                 "workspaces": [str(r) for r in service.roots],
+                "trusted": service.trusted_roots(),
                 "prewarmed": service.prewarmed.is_set(),
                 "prewarm_errors": service.prewarm_errors[:5],
                 "active": adm.active, "queued": adm.waiting,

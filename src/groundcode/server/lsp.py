@@ -7,7 +7,9 @@ and lsprotocol) whose completions are grounded in the editor's unsaved buffers.
     textDocument/completion        the same text as one CompletionItem (clients without inline
                                    completion); `data`/`detail` carry the grounded names
     didOpen/didChange/didClose     the Workspace's buffer overlay (the analyzer reads these)
-    initializationOptions          {"trust": true} trusts the workspace (its venv may run),
+    initializationOptions          {"trust": true} trusts the folders named at initialize (their
+                                   venvs may run; a folder added later, or the repository of a
+                                   file opened outside them, is not trusted by it),
                                    {"python": PATH} names the interpreter (trust.py)
     workspace folders              the analyzer roots (initialize, didChangeWorkspaceFolders)
     $/cancelRequest, a newer request on the same document: the older one's rows stop
@@ -75,14 +77,11 @@ def build(completer: Completer) -> LanguageServer:
     @ls.feature(T.INITIALIZE)
     def initialize(params: T.InitializeParams):
         opts = params.initialization_options
-        if isinstance(opts, dict) and ("trust" in opts or "python" in opts):
-            try:       # workspace trust (trust.py): the editor says whether the folder is trusted
-                completer.configure(opts.get("trust"), opts.get("python"))
-            except GroundcodeError as exc:
-                log.warning("%s", exc)
-        roots = folders(params)
-        if roots:
-            completer.set_roots(completer.roots + roots)
+        opts = opts if isinstance(opts, dict) else {}
+        try:           # workspace trust (trust.py): the editor says whether the folders it names
+            completer.start(folders(params), opts.get("trust"), opts.get("python"))   # are trusted
+        except GroundcodeError as exc:
+            log.warning("%s", exc)
 
     told: list = []
 

@@ -2,7 +2,10 @@
 completion requests into Session requests, one live request per document.
 
     c = Completer(load=lambda: Generator("tiny"), roots=[repo], debounce_s=0.05)
-    c.set_roots([...])                         # the editor's workspace folders
+    c.start([...], trust=None, python=None)    # initialize: the folders the editor named, its
+                                               # options ({"trust": true} trusts those folders)
+    c.set_roots([...])                         # the editor's workspace folders (later ones: untrusted)
+    c.trusted_roots                            # the roots whose own venv may run (trust.py)
     c.open(path, text) / c.change(path, text) / c.close(path)   # the buffer overlay
     ans = await c.complete(path, line0, character, "utf-16")    # Answer, or None (superseded)
     c.close_all()
@@ -12,6 +15,11 @@ waits included) and the older one answers None; a request cancelled by the clien
 ($/cancelRequest: its asyncio task is cancelled) cancels its stream too. Requests wait
 `debounce_s` before starting, so a burst of keystrokes starts one generation. The model loads
 in a thread at start; the first request waits for it.
+
+Trust is per root, never inherited: `trust=True` (`lsp --trust`) trusts the roots given here and
+the folders the editor names at initialize; `{"trust": true}` trusts the folders named at
+initialize. A folder added later (didChangeWorkspaceFolders) or the repository of a file opened
+outside every root (`_ensure`) is untrusted unless the user's list names it (`groundcode trust`).
 
 Not here: the protocol and its types (lsp.py), text rules (lsp_text.py), decoding (session.py).
 Tested by tests/test_lsp_server.py (through pygls and pytest-lsp) and tests/test_lsp_nvim.py.
@@ -57,7 +65,8 @@ class Completer:
         self.max_new_tokens, self.debounce_s, self.deadline_s, self.stop = \
             max_new_tokens, debounce_s, deadline_s, stop
         self.python = python              # the environment Jedi sees (Workspace(python=))
-        self.trust = trust                # the workspace's own venv may run (trust.py)
+        self.trust = bool(trust)          # --trust: the roots named at start and at initialize
+        self._trusted: set[Path] = set()  # the roots trusted here (the user's list aside)
         self._roots: list[Path] = []
         self._buffers: dict[Path, str] = {}
         self._ws = None
@@ -69,6 +78,8 @@ class Completer:
         threading.Thread(target=self._load, args=(load,), name="groundcode-lsp-load",
                          daemon=True).start()
         self.set_roots(roots)
+        if self.trust:
+            self._trust(self._roots)
 
     # -- the model ----------------------------------------------------------------------------
     def _load(self, load) -> None:
@@ -98,14 +109,46 @@ class Completer:
     def roots(self) -> list[Path]:
         return list(self._roots)
 
+    @property
+    def trusted_roots(self) -> list[Path]:
+        """The roots whose own venv may run: trusted here or on the user's list."""
+        with self._lock:
+            ws = self._ws
+        return ws.trusted_roots() if ws is not None else []
+
+    def _trust(self, roots) -> None:
+        with self._lock:
+            self._trusted |= {Path(r).resolve() for r in roots}
+        self.set_roots(self._roots)
+
+    def start(self, roots, trust: bool | None = None, python=None) -> None:
+        """initialize: the folders the editor named become roots; they are trusted when the
+        editor says so (`trust`) or `--trust` was given. Nothing else is trusted by this."""
+        self.set_roots(self._roots + [Path(r) for r in roots])
+        named = [Path(r).resolve() for r in roots]
+        try:
+            self.configure(None, python)
+        finally:
+            if trust or (trust is None and self.trust):
+                self._trust(named)
+            elif trust is False:
+                with self._lock:
+                    self._trusted -= set(named)
+                self.set_roots(self._roots)
+
     def configure(self, trust: bool | None = None, python=None) -> None:
-        """The editor's initialization options: trust the workspace, name its interpreter."""
-        if trust is not None:
-            self.trust = bool(trust)
+        """The editor's initialization options: trust the current roots (never a later one),
+        name the interpreter."""
         if python:
             if not Path(python).expanduser().exists():
                 raise GroundcodeError(f"python: no such interpreter or environment: {python}")
             self.python = python
+        if trust:
+            self._trust(self._roots)
+            return
+        if trust is False:
+            with self._lock:
+                self._trusted.clear()
         self.set_roots(self._roots)
 
     def set_roots(self, roots) -> None:
@@ -118,13 +161,15 @@ class Completer:
                 uniq.append(p)
         with self._lock:
             self._roots = uniq
-            self._ws = Workspace(uniq, self.python, self.trust) if uniq else None
+            self._trusted &= set(uniq)             # a folder removed and added again: untrusted
+            self._ws = Workspace(uniq, self.python, self._trusted) if uniq else None
             for path, text in self._buffers.items():
                 self._ws_call("open", path, text)
 
     def _ensure(self, path: Path):
         """The workspace, with a root around `path`: a file outside every root gets its
-        repository as one (an editor may open any file; the analyzer needs a project)."""
+        repository as one (an editor may open any file; the analyzer needs a project), never
+        trusted by this (only the roots in `_trusted` are, and the user's list)."""
         if self._ws is not None:
             try:
                 self._ws.resolve(path)
@@ -134,7 +179,7 @@ class Completer:
         from ..repo import find_repo_root
         from ..workspace import Workspace
         self._roots.append(Path(find_repo_root(path)).resolve())
-        self._ws = Workspace(self._roots, self.python, self.trust)
+        self._ws = Workspace(self._roots, self.python, self._trusted)
         for p, t in self._buffers.items():
             if p != path:
                 self._ws.open(p, t)

@@ -136,7 +136,8 @@ def grounded(gen) -> list[dict]:
             continue
         out.append({"receiver": t.receiver, "chosen": t.chosen, "candidates": t.candidates,
                     "constrained": bool(t.constrained), "failed_open": bool(t.failed_open),
-                    "reason": t.reason, "analysis_ms": round(float(t.analysis_ms or 0.0), 1)})
+                    "reason": t.reason, "analysis_ms": round(float(t.analysis_ms or 0.0), 1),
+                    "trusted": bool(getattr(t, "trusted", False))})
     return out
 
 

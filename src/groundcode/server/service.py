@@ -95,7 +95,7 @@ class Service:
             dtype = opts.dtype if remote else serving_dtype(opts.dtype, opts.device)
             from ..config import PromptConfig
             generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s,
-                                                            trust=opts.trust, python=opts.python,
+                                                            python=opts.python,
                                                             analyzer=opts.analyzer),
                                   device=opts.device, dtype=dtype,
                                   prompt=PromptConfig(max_prompt_tokens=max(0, opts.max_prompt_tokens)),
@@ -111,7 +111,7 @@ class Service:
         self._locator = None                  # text-only requests: which file (locate.py)
         if self.roots:
             from ..workspace import Workspace
-            self.workspace = Workspace(self.roots, opts.python, opts.trust)
+            self.workspace = Workspace(self.roots, opts.python, opts.trust)   # --trust: these roots
         self.admission = Admission(opts.max_concurrency, opts.queue)
         self.stats = Stats()
         self.started = time.time()
@@ -499,6 +499,11 @@ class Service:
             self.stats.errors += 1
         else:
             self.stats.served += 1
+
+    def trusted_roots(self) -> list[str]:
+        """The workspace roots whose own venv may run (`serve --trust`: the roots given at
+        start; else the user's list): trust is per root, never extended by a request."""
+        return [str(r) for r in self.workspace.trusted_roots()] if self.workspace is not None else []
 
     def analyzers(self) -> list[dict]:
         """The analyzers this server runs: name, root, a language server's process id, and

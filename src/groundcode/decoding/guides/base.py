@@ -63,6 +63,7 @@ class TriggerRecord:
     analyzer: str = ""                 # which analyzer was asked (jedi, ty, botocore+jedi, ...)
     vocabulary: str | None = None      # the type was unknown (this reason): the name was held
                                        # to the project's member vocabulary instead of failing open
+    trusted: bool = False              # the analyzer's root is trusted: its own venv may run (trust.py)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -236,7 +236,8 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         full = self.prefix[: len(self.prefix) - self._hold] + upto_dot
         receiver = self.lang.receiver_before(full, len(full) - 1)
         root = ident_run(receiver)
-        rec = TriggerRecord(receiver=receiver, candidates=0, analyzer=self.analyzer.name)
+        rec = TriggerRecord(receiver=receiver, candidates=0, analyzer=self.analyzer.name,
+                            trusted=bool(getattr(self.analyzer, "trusted", False)))
         row.triggers.append(rec)
         self.ticket, self.nar = None, None
         guess = self._guessed(root, upto_dot) if self.lang.heuristics else None
