@@ -181,3 +181,29 @@ def test_health_tells_the_truth_while_a_server_hangs_and_grounding_resumes_over_
         assert first["chosen"] in {"owner", "registry", "add", "last"}
         assert c.get("/health").json()["analysis"] == {"status": "ok", "degraded": []}
     svc.close()
+
+
+def test_the_editor_server_says_once_when_an_analyzer_fails_and_when_it_answers_again():
+    """`groundcode lsp` shows `analysis_news` as a window/showMessage after a completion (and
+    logs it): one message when an analyzer degrades, one when it is back, none in between."""
+    from groundcode.server.lsp_completer import Completer
+
+    class Gen:
+        report = [{"name": "ty", "root": "/r", "pid": 1, "status": "ok", "reason": None}]
+
+        def analyzer_report(self):
+            return self.report
+
+        def close(self):
+            pass
+    gen = Gen()
+    c = Completer(load=lambda: gen)
+    c.generator(timeout=30)
+    assert c.analysis_news() is None
+    gen.report = [dict(gen.report[0], status="degraded", reason="no answer to initialize in 30 s: killed")]
+    line, degraded = c.analysis_news()
+    assert degraded and "ty (/r) is failing: no answer to initialize" in line
+    assert c.analysis_news() is None                       # said once
+    gen.report = [dict(gen.report[0], status="ok", reason=None)]
+    line, degraded = c.analysis_news()
+    assert not degraded and "answer again" in line

@@ -136,8 +136,14 @@ def build(completer: Completer) -> LanguageServer:
         if path is None:
             return None
         try:
-            return await completer.complete(path, params.position.line, params.position.character,
-                                            _encoding(ls))
+            out = await completer.complete(path, params.position.line, params.position.character,
+                                           _encoding(ls))
+            news = completer.analysis_news()          # an analyzer failing (or back): said once
+            if news is not None:
+                log.warning("%s", news[0]) if news[1] else log.info("%s", news[0])
+                ls.window_show_message(T.ShowMessageParams(
+                    type=T.MessageType.Warning if news[1] else T.MessageType.Info, message=news[0]))
+            return out
         except GroundcodeError as exc:
             log.warning("%s", exc)
             if "load the model" in str(exc):

@@ -302,6 +302,21 @@ class Completer:
         return Answer(insert, line, index, m.start(), cur, info, result.finish_reason, stop,
                       dict(result.timings or {}))
 
+    def analysis_news(self) -> tuple[str, bool] | None:
+        """(a line for the editor, degraded?) when the set of failing analyzers changed since
+        the last call (analysis/health.py: hung, flooding, crashing, restarting), else None."""
+        if not self._ready.done() or self._ready.exception() is not None:
+            return None
+        bad = {(a["name"], a["root"]): a["reason"] for a in self._ready.result().analyzer_report()
+               if a["status"] != "ok"}
+        if set(bad) == getattr(self, "_degraded", set()):
+            return None
+        self._degraded = set(bad)
+        if not bad:
+            return "groundcode: the analyzers answer again; completions are grounded", False
+        return "groundcode: " + "; ".join(f"analyzer {n} ({root}) is failing: {why}" for (n, root), why in
+                                          sorted(bad.items())) + " (completions are not grounded meanwhile)", True
+
     def close_all(self) -> None:
         with self._lock:
             live = list(self._live.values())
