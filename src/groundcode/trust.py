@@ -13,11 +13,44 @@ configuration) runs only in a workspace the user trusts, as VS Code's workspace 
 
 The trusted list is a JSON file in the user config directory ($GROUNDCODE_CONFIG, else
 platformdirs' user config dir: ~/.config/groundcode/trusted.json on Linux), never in a repository
-(a clone must not be able to trust itself). Granting trust: `--trust` on the CLI, `serve` and
-`lsp`, the LSP initialization option `{"trust": true}`, or the list. Naming `--python PATH`
+(a clone must not be able to trust itself).
+
+Trust is per root, never inherited (VS Code's per-folder trust): a root is trusted when
+
+    groundcode trust DIR                  the list names it (or a directory above it)
+    complete/generate --trust             that run's repository
+    serve --trust                         the --workspace roots given at start (Workspace(trust=True))
+    lsp --trust, {"trust": true}          the folders the editor named at initialize
+                                          (server/lsp_completer.py Completer.start)
+
+and by nothing else: a file of another clone opened later (its repository becomes a root), or a
+folder added by didChangeWorkspaceFolders, is untrusted unless the list names it. `/health`
+("trusted") and each trigger record ("trusted") say which roots are. Naming `--python PATH`
 trusts that interpreter only.
+
+What runs when (docs/ANALYZERS.md, "What runs when"; tests/test_hostile.py checks each cell):
+
+    analyzer      untrusted root                               trusted root
+    jedi          groundcode's interpreter (spawn worker,      + the root's venv interpreter
+                  `python -I`); the venv's site-packages       (it reads its own .pth files
+                  read as files                                and sitecustomize)
+    jedi-ls       groundcode's interpreter, `python -I`,       the same
+                  environmentPath = it, extraPaths = files
+    ty, zuban     their binaries; configuration and venvs      the same
+                  read as files, no interpreter executed
+    pyrefly       its binary with groundcode's config          the same
+                  (skip-interpreter-query): the repository's
+                  python-interpreter-path is never queried
+    basedpyright  Node.js on its script; pythonPath =          the same
+                  groundcode's interpreter
+    typescript    its Go binary; no tsconfig plugins, nothing  the same
+                  from node_modules/.bin
+
+Every server starts in a private directory, never the repository, with interpreter and plugin
+variables (PYTHON*, VIRTUAL_ENV, NODE_OPTIONS, …) removed from its environment
+(analysis/lsp_servers.py).
 Not here: how the analyzer uses the environment (analysis/jedi_worker.py).
-Test: tests/test_trust.py.
+Test: tests/test_trust.py, tests/test_hostile.py.
 """
 from __future__ import annotations
 

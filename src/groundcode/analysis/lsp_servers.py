@@ -10,10 +10,15 @@ import or request time):
 
 Three ways a server runs: a binary of its install (ty, pyrefly, zuban: Rust; typescript: Go),
 groundcode's own interpreter on its unpacked wheels (jedi-ls), Node.js on its script
-(basedpyright). A server reads the workspace's files as files; the two that run an interpreter
-are given groundcode's own (jedi-ls: `environmentPath`; basedpyright: `python.pythonPath` when it
-asks) and an environment without VIRTUAL_ENV, so none starts the repository's interpreter.
-Not here: speaking the protocol (lsp_client.py). Test: tests/test_lsp_analyzer.py.
+(basedpyright). A server reads the workspace's files as files and starts clean: in a private
+working directory (`workdir`, never the repository), with no variable that points at an
+interpreter, a startup file or a plugin (`environment`), jedi-ls under `python -I`; the ones
+that would run an interpreter are given groundcode's own (jedi-ls: `environmentPath`;
+basedpyright: `python.pythonPath` when it asks) or told not to query one (pyrefly: groundcode's
+configuration through `pyrefly.configPath`, `skip-interpreter-query`), so none starts what a
+repository's configuration names (docs/ANALYZERS.md, "What runs when").
+Not here: speaking the protocol (lsp_client.py). Test: tests/test_lsp_analyzer.py,
+tests/test_hostile.py (every vector, every installed server).
 """
 from __future__ import annotations
 

@@ -70,8 +70,9 @@ def serve_cmd(
                                   "rows with other first characters run while the server is "
                                   "idle: drafts for the next keystroke (0: off)"),
     analyzer: str = analyzer_option(),
-    trust: bool = typer.Option(False, "--trust", help="trust the workspaces: the analyzer may "
-                               "start their own .venv/venv interpreter (untrusted: their "
+    trust: bool = typer.Option(False, "--trust", help="trust the --workspace roots given here "
+                               "(no other): the analyzer may start their own .venv/venv "
+                               "interpreter (untrusted: their "
                                "site-packages are read as files, nothing of theirs runs)"),
     python: Optional[Path] = typer.Option(None, "--python", help="the interpreter or virtual "
                                           "environment whose libraries the analyzer sees (and "
