@@ -116,3 +116,67 @@ def scripted_generator(tiny_lm, target: str):
     lm = LoadedModel(ScriptedLM(tiny_lm, vocab, planted(target)), tiny_lm.tokenizer, "scripted", "cpu",
                      "float32")
     return Generator(lm, MonitorConfig(enabled=True))
+
+
+class DeadlineAt:
+    """Rules for a ScriptedLM that make a deadline fall at a chosen point, deterministically
+    (no guess at speed): the row writes `written` at the cursor (after the text its prompt owes:
+    token healing), then, in the forward that follows, the request's deadline is moved to now,
+    so the scheduler's next sweep ends the row "deadline" with `written` in it; the model would
+    go on with `rest`. `stall=True` instead blocks that forward until the request's deadline
+    plus the server's grace second has passed (a stalled session: the server ends the request
+    itself). `bind(gen)` once the Generator exists; `fired` counts the cuts, `tokens` is the
+    row's token count at the last one."""
+
+    def __init__(self, written: str, rest: str = "", stall: bool = False):
+        self.written, self.rest, self.stall = written, rest, stall
+        self.gen = None
+        self.fired = 0
+        self.tokens = None
+
+    def bind(self, gen):
+        self.gen = gen
+        return gen
+
+    def _jobs(self) -> list:
+        sched = self.gen.session._sched
+        jobs = {id(r.job): r.job for r in sched.batch.rows if r.live}
+        if sched._prefilling is not None:
+            jobs[id(sched._prefilling)] = sched._prefilling
+        return list(jobs.values())
+
+    def __call__(self, text: str):
+        jobs = self._jobs()
+        owed = next((j.prompt.owed for j in jobs if j.prompt is not None), "")
+        want = ScriptedLM.seen(owed) + self.written
+        if text == want:
+            self._cut(jobs)
+            return self.rest or None
+        if len(text) < len(want):                 # `written` first, whatever tokens follow it
+            return want[len(text):] if want.startswith(text) else None
+        full = want + self.rest
+        return full[len(text):] if full.startswith(text) and len(text) < len(full) else None
+
+    def _cut(self, jobs) -> None:
+        import time
+        self.fired += 1
+        for job in jobs:
+            self.tokens = max((len(r.view.tokens) for r in job.rows), default=None)
+            if self.stall:
+                until = job.stream.submitted + (job.request.deadline_s or 0) + 1.5
+                while time.perf_counter() < until:
+                    time.sleep(0.05)
+                continue
+            now = time.perf_counter()
+            job.deadline = now
+            for r in job.rows:
+                if hasattr(r.view.cancelled, "deadline"):
+                    r.view.cancelled.deadline = now
+
+
+def scripted_lm(tiny_lm, rules):
+    """A LoadedModel over a ScriptedLM of `tiny_lm` that follows `rules`."""
+    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.models.load import LoadedModel
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    return LoadedModel(ScriptedLM(tiny_lm, vocab, rules), tiny_lm.tokenizer, "scripted", "cpu", "float32")

@@ -67,8 +67,9 @@ def test_grounded_and_title():
                         failed_open=False, reason=None, analysis_ms=3.04, rolled_back=False)
     gen = SimpleNamespace(triggers=[t])
     info = grounded(gen)
-    assert info == [{"receiver": "self", "chosen": "registry", "candidates": 5, "constrained": True,
-                     "failed_open": False, "reason": None, "analysis_ms": 3.0}]
+    want = {"receiver": "self", "chosen": "registry", "candidates": 5, "constrained": True,
+            "failed_open": False, "reason": None, "analysis_ms": 3.0, "cut": None}
+    assert len(info) == 1 and {k: info[0].get(k) for k in want} == want, info
     assert title(info) == "groundcode: grounded self.registry"
     assert title([]) == "groundcode: no member access"
     # the model's own pick, confirmed by the analyzer, counts as grounded; a receiver the
@@ -77,3 +78,10 @@ def test_grounded_and_title():
                 reason="empty")
     ok = dict(info[0], chosen="owner", constrained=False)
     assert title([ok, free]) == "groundcode: grounded self.owner; unresolved self.owner: empty"
+    # a name a deadline (a cancel, the length limit) cut before it was checked: not shown,
+    # and said so, never "no member access"
+    cut = dict(info[0], chosen=None, constrained=False, cut="disc")
+    assert title([cut]) == "groundcode: cut before self.disc"
+    assert title([ok, cut]) == "groundcode: grounded self.owner; cut before self.disc"
+    t.rolled_back, t.chosen, t.cut = True, None, "regi"          # a redo cut short is listed too
+    assert grounded(gen)[0]["cut"] == "regi"

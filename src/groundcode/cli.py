@@ -74,6 +74,8 @@ def _print_triggers(gen, seconds: float) -> None:
             note.append(f"by {tr.analyzer}")
         if tr.vocabulary and not tr.failed_open:
             note.append(f"project names ({tr.vocabulary.split(':')[0]})")
+        if getattr(tr, "cut", None) is not None:
+            note.append(f"cut at {tr.receiver}.{tr.cut} ({gen.finish_reason}): not shown")
         t.add_row(tr.receiver, str(tr.candidates), tr.chosen or "-", f"{tr.analysis_ms:.1f}",
                   "hit" if tr.cache_hit else "miss", ", ".join(note))
     err.print(t)

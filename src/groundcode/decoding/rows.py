@@ -69,6 +69,7 @@ class Row:
         self.ck = Checkpoints(self.view, self.guides)
         self.scorers = [g for g in self.guides if type(g).logits is not Guide.logits]
         self.finals = [g for g in self.guides if type(g).final_upto is not Guide.final_upto]
+        self.enders = [g for g in self.guides if type(g).end_at is not Guide.end_at]
         self.gen = None
         if sampling.temperature > 0:
             self.gen = make_generators([spec.seed], engine.device)[0]

@@ -20,7 +20,9 @@ Every guide's verdict applies on every step: the combined mask of phase 2 is kep
 intersected with that mask (a healed cursor inside a name: the heal mask lets `ister` in, the
 monitor refuses it); when nothing is left in both, the token stands (that check fails open).
 Text already final is never taken back: a cut below it is an error, a repetition found late
-ends the row at the final boundary.
+ends the row at the final boundary. A row that ends without reaching a boundary of its own (a
+deadline, a cancel, the length limit) ends where every guide's `end_at` allows: never inside a
+name the dereference monitor has not finished checking.
 Not here: sampling a batch, feeding the model (engine.py), drafts (drafts.py), the network
 (remote.py). Test: tests/test_engine.py, tests/test_cursor_grounding.py, tests/test_remote.py.
 """
@@ -284,13 +286,24 @@ class RowStep:
         v = r.view
         cut = r.stop.cut if r.stop is not None else None
         detok = self.engine.detok
+        end = None                                # a cut inside a token's text
         if r.finish in ("cancelled", "deadline", "error"):
-            text = detok.decode(v.tokens[: r.final_k])   # what was verified
+            k = r.final_k                         # what was verified
         elif cut is None:
-            text = detok.decode(v.tokens)
+            k = len(v.tokens)
         else:   # whole tokens before the cut, then the (ASCII: a line start) piece up to it
-            k = bisect.bisect_right(v.ends, cut)
-            text = detok.decode(v.tokens[:k]) + v.text[(v.ends[k - 1] if k else 0): cut]
+            k, end = bisect.bisect_right(v.ends, cut), cut
+        if r.finish != "error" and r.enders:
+            # a row ended from outside (deadline, cancel, length) or by another guide's stop
+            # ends where every guide can stand by its text: never inside a name the monitor
+            # has not finished checking; text already streamed as final stays
+            b = min(g.end_at(v, r.finish or "length") for g in r.enders)
+            b = max(b, v.ends[r.final_k - 1] if r.final_k else 0)
+            if b < (end if end is not None else (v.ends[k - 1] if k else 0)):
+                k, end = bisect.bisect_right(v.ends, b), None
+        text = detok.decode(v.tokens[:k])
+        if end is not None:
+            text += v.text[(v.ends[k - 1] if k else 0): end]
         r.output = RowOutput(text, list(v.tokens), r.finish or "length", v.triggers, r.rollbacks,
                              r.constrained, r.stop, r.id, r.error, r.drafted, r.draft_accepted)
         return Event(FINISHED, r.id, output=r.output)

@@ -57,7 +57,7 @@ class Answer:
 
 class Completer:
     def __init__(self, load, roots=(), *, max_new_tokens: int = 64, debounce_s: float = 0.05,
-                 deadline_s: float | None = 10.0, stop: str = "auto", python=None, trust: bool = False):
+                 deadline_s: float | None = 30.0, stop: str = "auto", python=None, trust: bool = False):
         if stop not in ("auto", "line", "statement", "block"):
             raise GroundcodeError(f"stop must be auto, line, statement or block, got {stop!r}")
         if debounce_s < 0:
@@ -281,12 +281,20 @@ class Completer:
                 return None
             self._live[path] = stream
         result = None
-        try:
+
+        async def read():
+            nonlocal result
             async for u in stream.aiter():
                 if u.kind == "done":
                     result = u.result
                 elif u.kind == "error":
                     raise GroundcodeError(u.error)
+        try:       # the session ends the request by its deadline; one that stalls, by + 1 s here
+            await asyncio.wait_for(read(), None if self.deadline_s is None else self.deadline_s + 1.0)
+        except asyncio.TimeoutError:
+            logging.getLogger("groundcode.lsp").warning(
+                "no answer by the request's deadline (%.1f s): no item", self.deadline_s)
+            return None
         finally:
             with self._lock:
                 if self._live.get(path) is stream:

@@ -132,20 +132,28 @@ def grounded(gen) -> list[dict]:
     offered, and why a trigger failed open."""
     out = []
     for t in gen.triggers or ():
-        if t.rolled_back and not t.chosen:
+        cut = getattr(t, "cut", None)
+        if t.rolled_back and not t.chosen and cut is None:
             continue
         out.append({"receiver": t.receiver, "chosen": t.chosen, "candidates": t.candidates,
                     "constrained": bool(t.constrained), "failed_open": bool(t.failed_open),
                     "reason": t.reason, "analysis_ms": round(float(t.analysis_ms or 0.0), 1),
-                    "trusted": bool(getattr(t, "trusted", False))})
+                    "trusted": bool(getattr(t, "trusted", False)),
+                    "cut": cut})
     return out
 
 
 def title(info: list[dict]) -> str:
     """One line for the editor: the names the analyzer confirmed or chose (`grounded
-    self.registry`), and the receivers it could not resolve (`unresolved self.owner: empty`)."""
-    names = [f"{g['receiver']}.{g['chosen']}" for g in info if g["chosen"] and not g["failed_open"]]
-    loose = [f"{g['receiver']}: {g['reason'] or 'left free'}" for g in info if g["failed_open"]]
+    self.registry`), the receivers it could not resolve (`unresolved self.owner: empty`), and
+    the names a deadline, a cancel or the length limit cut before they were checked (`cut
+    before self.disc`: not shown)."""
+    cut = [g for g in info if g.get("cut") is not None]
+    names = [f"{g['receiver']}.{g['chosen']}" for g in info
+             if g["chosen"] and not g["failed_open"] and g.get("cut") is None]
+    loose = [f"{g['receiver']}: {g['reason'] or 'left free'}" for g in info
+             if g["failed_open"] and g.get("cut") is None]
     parts = (["grounded " + ", ".join(names)] if names else []) + \
-            (["unresolved " + ", ".join(loose)] if loose else [])
+            (["unresolved " + ", ".join(loose)] if loose else []) + \
+            (["cut before " + ", ".join(f"{g['receiver']}.{g['cut']}" for g in cut)] if cut else [])
     return "groundcode: " + ("; ".join(parts) if parts else "no member access")

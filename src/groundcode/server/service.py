@@ -32,7 +32,6 @@ from .options import ServeOptions
 from .schemas import CodeRequest, CompletionRequest, InfillRequest
 
 GRACE_S = 1.0                     # a request ends by its deadline plus this, whatever happens
-DEADLINE_MESSAGE = "the request's deadline passed before it could be answered"
 DEFAULT_INFILL_TOKENS = 128       # llama.vim's n_predict; used for n_predict: -1
 MAX_STOP = 32                     # OpenAI allows 4; Continue sends its template's and its own
 
@@ -56,14 +55,18 @@ class Outcome:
     triggers: list                    # TriggerRecords per sample, in order
     error: str | None = None
     cancelled: bool = False
-    timed_out: bool = False           # the request's deadline (plus a grace second) passed with
-                                      # the session silent, or before anything was written: 504
+    timed_out: bool = False           # the request's deadline passed before anything was written
+                                      # (see expired_empty; `updates` ends a silent session's
+                                      # samples as "deadline"): 504
 
     def expired_empty(self) -> bool:
-        """Every sample ended by the deadline with no text (it passed in the queue)."""
+        """Every sample ended by the deadline before it decoded anything (it passed in the
+        queue, or the session stalled). A row that decoded and was cut at a grounded boundary
+        with nothing left to show is a 200 (finish_reason "deadline", its triggers say what was
+        cut), not a 504."""
         gens = [g for g in self.generations if g is not None]
         return bool(gens) and len(gens) == len(self.generations) and \
-            all(g.finish_reason == "deadline" and not g.completion for g in gens)
+            all(g.finish_reason == "deadline" and not g.completion and not g.tokens for g in gens)
 
 
 @dataclass
@@ -416,10 +419,16 @@ class Service:
 
     async def updates(self, stream, t0: float):
         """The stream's updates, ending by the request's deadline plus a grace second whatever
-        the session does (then the stream is cancelled and a final ERROR update says so)."""
-        from ..session import ERROR, Update
+        the session does. A session still silent then (a stalled step, a long prefill of
+        another request) is cancelled, and every sample that has not ended ends here as the
+        session would have ended it: "done" with finish_reason "deadline" and the text already
+        sent (final text: grounded, never taken back), so a stream cut by its deadline never
+        ends with an error; one that wrote nothing is a 504 when it is not streamed."""
+        from ..session import DONE, TEXT, TRIGGER, Update
         it = stream.aiter().__aiter__()
         end = t0 + self.opts.deadline_s + GRACE_S
+        n = max(1, int(getattr(stream.request, "n", 1) or 1))
+        sent, triggers, done = [""] * n, [[] for _ in range(n)], [False] * n
         try:
             while True:
                 left = end - time.perf_counter()
@@ -429,11 +438,28 @@ class Service:
                     return
                 except asyncio.TimeoutError:
                     stream.cancel()
-                    yield Update(ERROR, error=DEADLINE_MESSAGE)
+                    for j in range(n):
+                        if not done[j]:
+                            yield Update(DONE, sample=j, result=self._cut_by_deadline(
+                                sent[j], triggers[j], t0))
                     return
+                if 0 <= u.sample < n:
+                    if u.kind == TEXT:
+                        sent[u.sample] += u.text
+                    elif u.kind == TRIGGER:
+                        triggers[u.sample].append(u.trigger)
+                    elif u.kind == DONE:
+                        done[u.sample] = True
                 yield u
         finally:
             await it.aclose()
+
+    def _cut_by_deadline(self, text: str, triggers: list, t0: float):
+        """A sample the session did not end by the request's deadline (+ grace): what it sent."""
+        from ..contract import Generation
+        seconds = time.perf_counter() - t0
+        return Generation(text, 0, round(seconds, 4), "deadline", list(triggers), self.model_name,
+                          timings={"total_ms": round(seconds * 1e3, 3)})
 
     def warm(self, prep: Prepared, t0: float) -> float:
         """n_predict 0: prefill only (waits for it, within the deadline); returns the
@@ -478,10 +504,7 @@ class Service:
                 elif ev.kind == "done":
                     out.generations[ev.sample] = ev.result
                 elif ev.kind == "error":
-                    if ev.error == DEADLINE_MESSAGE:
-                        out.timed_out = True
-                    else:
-                        out.error = ev.error
+                    out.error = ev.error
         finally:
             if watcher is not None:
                 watcher.cancel()

@@ -27,6 +27,10 @@ where it sets its redo state (a guide never changes state merely by asking). A h
 roll back (teacher-forced replay) calls `declined(row, proposal)` instead.
 `final_upto(row)` says how far the row's text is final (no proposal of this guide will ever cut
 below it): text after an unresolved speculation is held back from streams until it settles.
+`end_at(row, reason)` says where the row's text may end when the row ends now without reaching
+a boundary of its own (a deadline, a cancel, the length limit, another guide's stop): the
+dereference monitor ends it before a name it has not finished checking, and its record says
+what was cut (`TriggerRecord.cut`).
 
 Seams for remedies: `row.force(ids)` queues tokens the engine feeds next without sampling
 (a tool-token guide inserts a chosen suggestion; a lone remaining candidate is fast-forwarded);
@@ -64,6 +68,9 @@ class TriggerRecord:
     vocabulary: str | None = None      # the type was unknown (this reason): the name was held
                                        # to the project's member vocabulary instead of failing open
     trusted: bool = False              # the analyzer's root is trusted: its own venv may run (trust.py)
+    cut: str | None = None             # the row ended (deadline, cancel, length) inside this
+                                       # trigger's name: the part written, not shown (the text
+                                       # ends before the receiver's dot)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -216,4 +223,11 @@ class Guide:
 
     def final_upto(self, row: RowView) -> int:
         """Text offset up to which the row's text is final for this guide (default: all)."""
+        return len(row.text)
+
+    def end_at(self, row: RowView, reason: str) -> int:
+        """The row ends now for `reason` ("deadline", "cancelled", "length", "stop", "eos") with
+        nothing more to settle: the text offset its shown text may reach (default: all of it).
+        Called once, when the row's output is made; a guide that drops text says so in its
+        records."""
         return len(row.text)

@@ -24,6 +24,9 @@ class SpeculationLedger:
         nar.need, nar.typed = need, self._cursor[1] if rec is self._cursor[0] else ""
         self.nar, self.record = nar, rec
         self.checkpoint, self.rollback_need = proposal.length, need
+        # the token that will hold the dot: the last one kept, or (a merged-dot token redone,
+        # `need` owes its head) the next one
+        self.dot_tokens = proposal.length + (1 if need else 0)
         self.late = tuple(e for e in self.late if e[3] < proposal.length)
         self.ticket = None
         self.free_ok = False
