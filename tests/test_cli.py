@@ -52,7 +52,7 @@ def test_complete_json_trigger_fields(repo, tiny_model_dir):
     (repo / "shop" / "more.py").write_text(
         "from shop.cart import Cart\n\n\ndef f(c: Cart):\n    return c.registry.\n")
     r = runner.invoke(app, ["complete", f"{repo}/shop/more.py:5:22", "--model",
-                            str(tiny_model_dir), "-n", "3", "--json", "--deadline", "60"])
+                            str(tiny_model_dir), "-n", "3", "--json", "--analysis-deadline", "60"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout.strip().splitlines()[-1])
     assert d["triggers"], d
@@ -118,13 +118,24 @@ def test_a_method_without_its_class_gets_a_suggestion(repo):
 @pytest.mark.parametrize("flags,message", [
     (["-n", "0"], "max-new-tokens must be >= 1"), (["--top-p", "2"], "top-p must be in (0, 1]"),
     (["-t", "-1"], "temperature must be >= 0"), (["--device", "cuda:7"], "--device cuda:7"),
-    (["--stop", "word"], "stop must be block, statement or line"), (["--deadline", "0"], "--deadline must be > 0"),
+    (["--stop", "word"], "stop must be block, statement or line"),
+    (["--analysis-deadline", "0"], "--analysis-deadline must be > 0"),
     (["--repo", ""], "--repo is empty"), (["--model", "./no/such/model/"], "no such directory")])
 def test_bad_values_are_one_line_errors(repo, flags, message):
     model = [] if "--model" in flags else ["--model", "tiny"]
     r = runner.invoke(app, ["generate", f"{repo}/shop/cart.py:Cart.last", *flags, *model])
     assert r.exit_code == 2, r.output
     assert message in r.output and "Traceback" not in r.output
+
+
+def test_the_old_deadline_flag_is_the_analysis_deadline_with_a_warning(repo):
+    # --deadline meant the analysis deadline here, the request's in serve and lsp: one word per
+    # meaning now (--analysis-deadline everywhere), the old flag kept as a deprecated alias
+    r = runner.invoke(app, ["generate", f"{repo}/shop/cart.py:Cart.last", "--deadline", "0", "--model", "tiny"])
+    assert r.exit_code == 2 and "--analysis-deadline must be > 0" in r.output, r.output
+    assert "--deadline is deprecated" in r.output
+    r = runner.invoke(app, ["complete", "--help"])
+    assert "--analysis-deadline" in r.output and "--deadline " not in r.output.replace("--analysis-deadline", "")
 
 
 def test_an_empty_model_directory_and_a_repo_without_the_file(repo, tmp_path):

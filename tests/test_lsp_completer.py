@@ -131,6 +131,7 @@ def test_bad_flags_are_one_line_errors_before_any_model_loads():
                           (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
                           (["--debounce-ms", "-5"], "--debounce-ms must be >= 0"),
                           (["--deadline", "0"], "--deadline must be > 0"),
+                          (["--analysis-deadline", "0"], "--analysis-deadline must be > 0"),
                           (["--workspace", "/no/such/dir"], "is not a directory"),
                           (["--log-level", "loud"], "--log-level must be")]:
         r = runner.invoke(app, ["lsp", "--model", "/no/such/model", *args])

@@ -94,7 +94,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         sampling = SamplingConfig(temperature=temperature, top_p=top_p, seed=seed,
                                   max_new_tokens=max_new_tokens, stop=_stop_for(stop, ctx))
         if deadline <= 0:
-            raise GroundcodeError(f"--deadline must be > 0 seconds, got {deadline}")
+            raise GroundcodeError(f"--analysis-deadline must be > 0 seconds, got {deadline}")
         if python is not None and not Path(python).expanduser().exists():
             raise GroundcodeError(f"--python: no such interpreter or environment: {python}")
         monitor = MonitorConfig(enabled=not no_monitor, deadline_s=deadline, hide_private=hide_private,
@@ -228,7 +228,20 @@ _PROMPT_CAP = typer.Option(1024, "--max-prompt-tokens", help="cap the prompt at 
 _STREAM = typer.Option(None, "--stream/--no-stream", help="show the completion as it is written "
                        "(default: when stdout is a terminal)")
 _NOMON = typer.Option(False, "--no-monitor", help="plain decoding (the baseline)")
-_DEADLINE = typer.Option(2.0, "--deadline", help="seconds per (warm) analysis call before failing open; the first, cold call may take up to 20 s")
+_DEADLINE = typer.Option(2.0, "--analysis-deadline", help="seconds per (warm) analysis call before failing "
+                         "open; the first, cold call may take up to 20 s (as `serve --analysis-deadline`)")
+_OLD_DEADLINE = typer.Option(None, "--deadline", hidden=True, help="deprecated: --analysis-deadline")
+
+
+def _analysis_deadline(value: float, old: Optional[float]) -> float:
+    """--analysis-deadline, or the deprecated --deadline it replaced here (in `serve` and `lsp`
+    --deadline is the request's deadline: one word, one meaning)."""
+    if old is None:
+        return value
+    err.print("[yellow]warning:[/yellow] --deadline is deprecated for complete and generate: it is "
+              "--analysis-deadline (seconds per analysis call); in serve and lsp --deadline is the "
+              "request's deadline", highlight=False)
+    return old
 _PRIV = typer.Option(False, "--hide-private", help="never suggest _private members")
 _NOSDK = typer.Option(False, "--no-sdk", help="boto3 clients: do not answer from botocore's service models (Jedi only)")
 _NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free (the keyword monitor checks "
@@ -298,8 +311,9 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              trust: bool = _TRUST, analyzer: str = _ANALYZER, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT,
              server: Optional[str] = _SERVER, no_server: bool = _NOSERVER,
-             max_prompt_tokens: int = _PROMPT_CAP) -> None:
+             max_prompt_tokens: int = _PROMPT_CAP, old_deadline: Optional[float] = _OLD_DEADLINE) -> None:
     """Continue the code at a cursor (the rest of that line is replaced). Prints, never writes."""
+    deadline = _analysis_deadline(deadline, old_deadline)
     from .api import cursor_context
     from .repo import parse_file_position
 
@@ -408,8 +422,10 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              max_prompt_tokens: int = typer.Option(0, "--max-prompt-tokens",
                                                    help="cap the prompt at this many tokens (0: the "
                                                         "model's window)"),
-             server: Optional[str] = _SERVER, no_server: bool = _NOSERVER) -> None:
+             server: Optional[str] = _SERVER, no_server: bool = _NOSERVER,
+             old_deadline: Optional[float] = _OLD_DEADLINE) -> None:
     """Write a function's body from its signature and docstring (printed, not written back)."""
+    deadline = _analysis_deadline(deadline, old_deadline)
     from .api import function_context
     from .repo import parse_file_function
 

@@ -49,8 +49,9 @@ def serve_cmd(
                                         help="requests decoding at once"),
     queue: int = typer.Option(8, "--queue", help="requests waiting for a slot; beyond: HTTP 429"),
     deadline: float = typer.Option(30.0, "--deadline",
-                                   help="seconds per request, queue wait included; the "
-                                        "completion is cut there"),
+                                   help="seconds per request, queue wait included (as `lsp "
+                                        "--deadline`); the completion is cut there, before any "
+                                        "name not yet checked (finish_reason deadline)"),
     analysis_deadline: float = typer.Option(2.0, "--analysis-deadline",
                                             help="seconds per (warm) analysis call before "
                                                  "failing open"),

@@ -2,7 +2,8 @@
 imported only when the command runs (server/lsp.py).
 
     groundcode lsp [--model tiny] [--workspace DIR ...] [--max-new-tokens 64] [--debounce-ms 50]
-                   [--stop auto|statement|line|block] [--no-monitor]
+                   [--stop auto|statement|line|block] [--deadline 30] [--analysis-deadline 2]
+                   [--no-monitor]
 
 Tested by tests/test_lsp_server.py and tests/test_lsp_nvim.py (which start it as a process).
 """
@@ -30,7 +31,12 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
                                      "else the statement; or line, statement, block"),
             debounce_ms: float = typer.Option(50.0, "--debounce-ms", help="wait this long before "
                                               "starting a request (a newer one on the document replaces it)"),
-            deadline: float = typer.Option(10.0, "--deadline", help="seconds per request before it ends"),
+            deadline: float = typer.Option(30.0, "--deadline", help="seconds per request, as `serve "
+                                           "--deadline`: the completion is cut there at a grounded "
+                                           "boundary (finish_reason deadline)"),
+            analysis_deadline: float = typer.Option(2.0, "--analysis-deadline", help="seconds per "
+                                                    "(warm) analysis call before its trigger fails "
+                                                    "open, as `serve --analysis-deadline`"),
             python: Optional[Path] = typer.Option(None, "--python", help="the interpreter whose "
                                                   "installed libraries the analyzer sees (default: "
                                                   "the workspace's .venv, else this one)"),
@@ -61,7 +67,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
         logging.getLogger("py.warnings").setLevel(logging.INFO if level <= logging.INFO else logging.CRITICAL)
         completer, serve_stdio = _prepare(model, workspace, device, dtype, max_new_tokens, stop,
                                           debounce_ms, deadline, python, no_monitor, lookahead, trust,
-                                          analyzer)
+                                          analyzer, analysis_deadline)
     except GroundcodeError as exc:
         error(str(exc))
         raise typer.Exit(2)
@@ -69,7 +75,8 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
 
 
 def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms, deadline, python,
-             no_monitor, lookahead: int = 2, trust: bool = False, analyzer: str = "jedi"):
+             no_monitor, lookahead: int = 2, trust: bool = False, analyzer: str = "jedi",
+             analysis_deadline: float = 2.0):
     """Check the flags (one-line errors) and start loading the model: (Completer, serve)."""
     from ..config import MonitorConfig
     from ..errors import GroundcodeError
@@ -77,6 +84,8 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         raise GroundcodeError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
     if deadline <= 0:
         raise GroundcodeError(f"--deadline must be > 0 seconds, got {deadline}")
+    if analysis_deadline <= 0:
+        raise GroundcodeError(f"--analysis-deadline must be > 0 seconds, got {analysis_deadline}")
     if debounce_ms < 0:
         raise GroundcodeError(f"--debounce-ms must be >= 0, got {debounce_ms}")
     if lookahead < 0:
@@ -99,7 +108,8 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         from ..api import Generator
         from ..models.load import serving_dtype
         from ..session import Session
-        gen = Generator(model, MonitorConfig(enabled=not no_monitor, analyzer=analyzer), device=device,
+        gen = Generator(model, MonitorConfig(enabled=not no_monitor, analyzer=analyzer,
+                                             deadline_s=analysis_deadline), device=device,
                         dtype=serving_dtype(dtype, device))
         Session(gen, lookahead=lookahead)     # the generator's session: the editor's
         return gen
