@@ -168,7 +168,8 @@ def _stop_for(stop: str, ctx) -> str:
     if getattr(ctx, "kind", "cursor") == "body":
         return "block"
     from .server.lsp_text import stop_for
-    return stop_for(ctx.before.rsplit("\n", 1)[-1])
+    from .lines import last_line                 # the cursor's line (lines.py: \r\n, \r, \n)
+    return stop_for(last_line(ctx.before))
 
 
 class _Stream:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import GroundcodeError
-from .lines import split_lines
+from .lines import end_position, ends_line, split_lines
 from .pycode import Lexer, function_header, indentation
 from .repo import find_function, find_repo_root, read_source, text_version
 
@@ -70,7 +70,7 @@ class CodeContext:
         full, lex = self.before + self.lead, self.lex_prefix + self.lead
         head = full[: len(full) - len(owed)]
         return replace(self, before=head, lead="", lex_prefix=lex[: len(lex) - len(owed)],
-                       starts_at_line=not head or head.endswith("\n"))
+                       starts_at_line=ends_line(head))
 
     def insertion(self, row_ctx: "CodeContext", row_text: str) -> str:
         """What to insert at `before`'s end, given the text a row of `row_ctx` generated."""
@@ -84,13 +84,15 @@ class CodeContext:
         indentation (the tool guide's `pass`: Jedi then places the line inside the function). A language
         that cuts structure at the cursor adds its closers after it (languages: `close_line`)."""
         head = self.before[: len(self.before) - drop] + generated
-        line = head.count("\n") + 1
-        col = len(head) - (head.rfind("\n") + 1)
+        line, col = end_position(head)           # lines.py: a lone \r is a line break too
         tail = filler if filler and not head[len(head) - col:].strip() else ""
         close = self.language.close_line
         if close is not None:                    # TypeScript: the brackets the cut left open
             tail += close(self.before, drop, generated, self.after)
-        return Splice(head + tail + "\n" + self.after, line, col, self.path, self.overlay)
+        # the cursor's line ends with "\n", never joined to a \r before it into one break (a cursor
+        # at the start of a line after a lone \r would move up a line)
+        sep = "\r\n" if (head + tail).endswith("\r") else "\n"
+        return Splice(head + tail + sep + self.after, line, col, self.path, self.overlay)
 
     def probe(self, receiver: str) -> "Splice | None":
         """The analyzer's view for asking, before anything is generated, about `receiver.` as
@@ -107,10 +109,9 @@ class CodeContext:
         if start >= fn.body:
             code_before = head[: base + start]
         else:                                    # the cursor is on the header: after it
-            code_before = head + ("" if head.endswith("\n") else "\n")
+            code_before = head + ("" if ends_line(head) else "\n")
         code_before += fn.indent + receiver + "."
-        line = code_before.count("\n") + 1
-        col = len(code_before) - (code_before.rfind("\n") + 1)
+        line, col = end_position(code_before)    # lines.py: a lone \r is a line break too
         return Splice(code_before + "\n" + self.after, line, col, self.path, self.overlay)
 
     def outside_version(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import keyword
 import re
 
-from .lines import split_lines
+from .lines import LINE_BREAK, last_line, next_break, split_lines
 
 _IDENT = re.compile(r"[A-Za-z0-9_]*")
 _ASSIGN_AFTER = re.compile(r"\s*(=(?!=)|:)")
@@ -30,9 +30,9 @@ def ident_run(text: str, start: int = 0) -> str:
 # continues it there: `"…\<newline>…"` is one string), comments, numbers,
 # names, operators. Tolerant (never raises) and the same on every Python version (tokenize is
 # neither: it raises on partial code and splits f-strings since 3.12).
-_STRING = r"""(?:[rRbBuUfF]{0,2})(?:'''[\s\S]*?(?:'''|$)|\"\"\"[\s\S]*?(?:\"\"\"|$)|'(?:\\[\s\S]|[^'\\\n])*'?|"(?:\\[\s\S]|[^"\\\n])*"?)"""
+_STRING = r"""(?:[rRbBuUfF]{0,2})(?:'''[\s\S]*?(?:'''|$)|\"\"\"[\s\S]*?(?:\"\"\"|$)|'(?:\\[\s\S]|[^'\\\r\n])*'?|"(?:\\[\s\S]|[^"\\\r\n])*"?)"""
 _TOKEN_RE = re.compile(
-    rf"(?P<comment>\#[^\n]*)|(?P<string>{_STRING})|(?P<number>\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?j?|\.\d+)"
+    rf"(?P<comment>\#[^\r\n]*)|(?P<string>{_STRING})|(?P<number>\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?j?|\.\d+)"
     r"|(?P<name>[^\W\d]\w*)"
     r"|(?P<op>\*\*=|//=|>>=|<<=|->|:=|\.\.\.|[-+*/%&|^@<>=!]=|\*\*|//|<<|>>|[-+*/%&|^~@<>=.,:;()\[\]{}])"
     r"|(?P<ws>\s+)|(?P<other>.)"
@@ -92,9 +92,9 @@ class Lexer:
                 elif text[s] in _CLOSE:
                     depth = max(depth - 1, 0)
             elif kind == "ws" and depth == 0 and prev != "\\":
-                nl = text.find("\n", s, e)
-                if nl >= 0 and nl + 1 > self._safe[-1]:
-                    self._safe.append(nl + 1)
+                nl = LINE_BREAK.search(text, s, e)      # \r\n, \r, \n: Python's (lines.py)
+                if nl is not None and nl.end() > self._safe[-1]:
+                    self._safe.append(nl.end())
             prev = text[s:e] if kind == "other" else ""
         return toks
 
@@ -149,7 +149,7 @@ def could_bind(line_before_receiver: str) -> bool:
     start of a statement and inside a leading target list (`a, self.x = ...`). Comment lines
     and blank lines before the statement (the text may start at the previous logical line's
     end) do not count."""
-    s = "\n".join(ln for ln in line_before_receiver.split("\n")
+    s = "\n".join(ln for ln in LINE_BREAK.split(line_before_receiver)
                   if ln.strip() and not ln.lstrip().startswith("#")).strip()
     if not s:
         return True
@@ -198,8 +198,8 @@ def ends_block(lexer: Lexer, prefix: str, text: str, start: int, max_indent: int
     `max_indent` and does not lie inside a (multi-line) string (`comments` False: nor is a
     comment line). `prefix` is the code before `text` from a statement start; `lexer` has seen
     it (and may have seen more of `text`)."""
-    end = text.find("\n", start)
-    line = text[start:] if end < 0 else text[start:end]
+    nb = next_break(text, start)
+    line = text[start:] if nb is None else text[start:nb[0]]
     if indent_width(line) > max_indent or (not comments and line.lstrip().startswith("#")):
         return False
     full = prefix + text[:start] + "."
@@ -212,28 +212,29 @@ def block_end(text: str, max_indent: int, prefix: str = "", starts_at_line: bool
     `starts_at_line` False, text's first line continues a line of the prefix: never the end.
     The engine's stop, scoring's cut and the monitor's class end in the file all use it."""
     lexer = Lexer(prefix)
-    start = 0 if starts_at_line else text.find("\n") + 1
-    if not starts_at_line and start == 0:
+    first = None if starts_at_line else next_break(text)      # lines.py: \r\n, \r, \n
+    if not starts_at_line and first is None:
         return None
+    start = 0 if first is None else first[1]
     while start < len(text):
-        end = text.find("\n", start)
-        if text[start: len(text) if end < 0 else end].strip() and \
+        nb = next_break(text, start)
+        if text[start: len(text) if nb is None else nb[0]].strip() and \
                 ends_block(lexer, prefix, text, start, max_indent, comments):
             return start
-        if end < 0:
+        if nb is None:
             return None
-        start = end + 1
+        start = nb[1]
     return None
 
 
-_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.M)
+_DEF = re.compile(r"(?:^|(?<=\r))([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.M)
 
 
 def enclosing_scope(text: str) -> tuple[str, int | None, int | None]:
     """(qualified name, offset, indentation) of the innermost class of the code that ends
     `text`, the qualified name being that of the innermost def/class (`Class.method`, `f`,
     "" at module level). Indentation-based: works for any indentation width."""
-    end_line = text[text.rfind("\n") + 1:]
+    end_line = last_line(text)
     # A cursor at the start of an empty line is taken to be inside the innermost block.
     cur = indent_width(end_line) if end_line.strip() else len(end_line.expandtabs(8)) or 1 << 30
     chain: list[tuple[str, str, int, int]] = []      # (kind, name, offset, indent), outermost first
@@ -274,7 +275,7 @@ def used_attributes(text: str, receiver: str) -> set[str]:
         name, kind, at = toks[k + n]
         if all(toks[k + 2 * j - 1][0] == "." and toks[k + 2 * j][0] == parts[j] for j in range(1, len(parts))) \
                 and toks[k + n - 1][0] == "." and kind == "name" and not keyword.iskeyword(name) \
-                and "\n" not in text[toks[k + n - 1][2]: at]:     # `self.` ending a line is no use
+                and not LINE_BREAK.search(text, toks[k + n - 1][2], at):   # `self.` ending a line: no use
             out.add(name)
     return out
 
@@ -327,7 +328,7 @@ class ArgScanner:
             return
         empty, self._empty = self._empty, False
         if self.comment:
-            self.comment = c != "\n"
+            self.comment = c not in "\r\n"
             return
         if self.reading:
             if c.isalnum() or c == "_":
@@ -372,7 +373,7 @@ class ArgScanner:
         return self.at_start and self.depth == 0 and not self.quote and not self.comment
 
 
-_DEF_HEAD = re.compile(r"^([ \t]*)(async[ \t]+)?def[ \t]+\w+[ \t]*\(", re.M)
+_DEF_HEAD = re.compile(r"(?:^|(?<=\r))([ \t]*)(async[ \t]+)?def[ \t]+\w+[ \t]*\(", re.M)
 
 
 class FunctionHeader:
@@ -441,9 +442,9 @@ def function_header(text: str) -> FunctionHeader | None:
     except (SyntaxError, IndexError, AttributeError):
         return None
     every = args.posonlyargs + args.args + args.kwonlyargs
-    nl = head.find("\n", colon)
-    body = at + nl + 1 if nl >= 0 else len(text)
-    lines = text[body:].split("\n")
+    nl = next_break(head, colon)
+    body = at + nl[1] if nl is not None else len(text)
+    lines = LINE_BREAK.split(text[body:])
     first = next((ln for ln in lines if ln.strip()), None)
     if first is None and lines and len(lines[-1]) > len(m.group(1)):
         first = lines[-1]                  # the text ends with the body's indentation
@@ -453,7 +454,7 @@ def function_header(text: str) -> FunctionHeader | None:
                           indent)
 
 
-_IMPORT = re.compile(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]+\(?([^)\n#]*)|import[ \t]+([^\n#;]*))", re.M)
+_IMPORT = re.compile(r"(?:^|(?<=\r))(?:from[ \t]+[\w.]+[ \t]+import[ \t]+\(?([^)\r\n#]*)|import[ \t]+([^\r\n#;]*))", re.M)
 
 
 def imported_names(text: str) -> list[str]:

@@ -39,6 +39,8 @@ import ast
 import re
 import textwrap
 
+from ..lines import split_lines      # ast's lines: \r\n, \r, \n (lines.py)
+
 _DYNAMIC_TEXT = re.compile(r"\b(?:self\.__dict__|vars\(self\))\.update\("
                            r"|\bself\.__dict__\[[^\]\n]*\]\s*=(?!=)|\bdef __getattr(?:ibute)?__\b")
 _UNKNOWN_SETATTR = re.compile(r"\bsetattr\(\s*self\s*,\s*[^'\"\s]")
@@ -139,7 +141,7 @@ def getattr_names(text: str, line: int) -> frozenset | None:
     file being written): they end at the first code line indented no deeper than the `def` (a
     cut inside a string, brackets or a continuation does not parse; code after a final top-level
     `raise` is unreachable)."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)     # ast's and Jedi's lines (lines.py)
     if not 0 < line <= len(lines):
         return None
     first = lines[line - 1]
@@ -176,7 +178,7 @@ def _parse_lenient(src: str, tries: int = 4) -> tuple[ast.Module | None, str]:
     """The tree of `src` with each line a syntax error is on replaced by `pass` (a class in the
     file being written holds partial code: `x = self.`), and the lines so replaced; (None, src)
     when it still does not parse after `tries` lines."""
-    lines = textwrap.dedent(src).splitlines(keepends=True)
+    lines = split_lines(textwrap.dedent(src), keepends=True)     # as ast counts (lineno)
     dropped: list = []
     for _ in range(tries + 1):
         try:

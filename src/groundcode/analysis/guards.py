@@ -82,7 +82,8 @@ def _header_at(lines: list[str], k: int, stop: int) -> str:
 def isinstance_guards(code: str, line: int, column: int, receiver: str) -> list[tuple[str, tuple]]:
     """(subject, class expressions) of the guards that narrow `receiver` (or a dotted prefix of
     it) at the cursor (line 1-based, column 0-based), nearest first."""
-    lines = code.splitlines()
+    from ..lines import split_lines     # the Splice's lines (lines.py), never str.splitlines
+    lines = split_lines(code)
     if not receiver or line - 1 >= len(lines):
         return []
     subjects = {receiver} | {receiver[:m.start()] for m in re.finditer(r"\.", receiver)}

@@ -114,7 +114,8 @@ def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
         (l0, _), (l1, c1) = d.get_definition_start_position(), d.get_definition_end_position()
     except Exception:
         return None, frozenset()
-    lines = text.splitlines(keepends=True)
+    from ..lines import split_lines     # Jedi's lines (lines.py), never str.splitlines
+    lines = split_lines(text, keepends=True)
     src = "".join(lines[l0 - 1: l1 - (c1 == 0)])      # an end at column 0 is the next line's start
     extra: frozenset = frozenset()
     if not mp.startswith(_STDLIB):

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..lines import split_lines            # Jedi's lines: \r\n, \r, \n (lines.py)
+
 _IMPORT = re.compile(r"\s*(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+))")
 _ASSIGN = re.compile(r"[\w.\s,()\[\]*]*?(?<![=!<>])=(?!=)\s*")     # after the name: ` = `
 _AS = re.compile(r"\s*(?:except|(?:async\s+)?with)\s+\(?\s*")
@@ -38,7 +40,7 @@ _FOR = re.compile(r"\s*(?:async\s+)?for\s+[\w\s,()]+?\s+in\s+")
 def receiver_at(code: str, line: int, column: int) -> str:
     """The receiver before the dot that ends at the cursor ("" if none)."""
     from ..pycode import receiver_before
-    lines = code.split("\n")
+    lines = split_lines(code)
     if not 0 < line <= len(lines) or column < 1:
         return ""
     text = lines[line - 1][:column]
@@ -60,13 +62,15 @@ def placeholder(inferred: list) -> str | None:
 
 def narrowed_code(code: str, line: int, column: int, receiver: str, subject: str,
                   cls: str) -> tuple[str, int] | None:
-    lines = code.split("\n")
+    lines = split_lines(code, keepends=True)      # the line keeps its own break
+    if not 0 < line <= len(lines):
+        return None
     text = lines[line - 1]
     start = column - 1 - len(receiver)
     if start < 0 or text[start: column - 1] != receiver or not receiver.startswith(subject):
         return None
     lines[line - 1] = text[:start] + f"{cls}()" + text[start + len(subject):]
-    return "\n".join(lines), column + len(cls) + 2 - len(subject)
+    return "".join(lines), column + len(cls) + 2 - len(subject)
 
 
 def why_empty(script, project, job, receiver: str, inferred: list) -> str:
@@ -139,7 +143,7 @@ def _unresolved(scripts: dict, project, path: str, line: int, col: int, depth: i
             continue
         mp = str(d.module_path)
         _, text = _script(scripts, project, mp)
-        lines = text.split("\n") if text is not None else []
+        lines = split_lines(text) if text is not None else []
         if not 0 < d.line <= len(lines):
             continue
         src = lines[d.line - 1]

@@ -311,7 +311,7 @@ def warm_file(job: Job) -> None:
         with unsaved(job.path):
             script = _jedi().Script(job.code, path=job.path, project=proj)
             script.get_names(all_scopes=False)
-            lines = job.code.splitlines() or [""]
-            script.complete(len(lines), len(lines[-1]))
+            from ..lines import end_position   # parso's breaks (\r\n, \r, \n), never splitlines
+            script.complete(*end_position(job.code))
     except Exception:
         pass

@@ -420,9 +420,8 @@ class LspAnalyzer:
     @staticmethod
     def _position(at):
         from lsprotocol import types as T
-        lines = at.code.split("\n")
-        line = lines[at.line - 1] if 0 < at.line <= len(lines) else ""
-        return T.Position(line=at.line - 1, character=utf16(line, at.column))
+        from ..lines import line_text           # the LSP's breaks (\r\n, \r, \n): the Splice's
+        return T.Position(line=at.line - 1, character=utf16(line_text(at.code, at.line), at.column))
 
     async def _complete_now(self, at, after_dot: bool):
         from lsprotocol import types as T

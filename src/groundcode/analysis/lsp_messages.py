@@ -15,6 +15,7 @@ import re
 import sys
 from pathlib import Path
 
+from ..lines import end_position, line_start, next_break
 from .base import CallSignature, ParamSpec
 
 _MEMBER = re.compile(r"#?[A-Za-z_$][\w$]*")      # a member after a dot (TypeScript: `#items`)
@@ -33,10 +34,10 @@ def language_id(path) -> str:
 
 
 def _position(text: str, index: int):
+    """The LSP position of `index` (lines.py's LSP breaks: \r\n, \r, \n; UTF-16 columns)."""
     from lsprotocol import types as T
-    line = text.count("\n", 0, index)
-    start = text.rfind("\n", 0, index) + 1
-    return T.Position(line=line, character=utf16(text[start:index], index - start))
+    line, col = end_position(text[:index])
+    return T.Position(line=line - 1, character=utf16(text[index - col:index], col))
 
 
 def edit(old: str, new: str):
@@ -53,10 +54,10 @@ def edit(old: str, new: str):
     s = 0
     while s < n - p and old[len(old) - 1 - s] == new[len(new) - 1 - s]:
         s += 1
-    start = old.rfind("\n", 0, p) + 1                 # back to the line's start (same in both)
+    start = line_start(old, p)                       # back to the line's start (same in both)
     end_old = len(old) - s
-    nl = old.find("\n", end_old)                      # on to the line's end (inside the common tail)
-    grow = (nl + 1 - end_old) if nl != -1 else (len(old) - end_old)
+    nl = next_break(old, end_old)                     # on to the line's end (inside the common tail)
+    grow = (nl[1] - end_old) if nl is not None else (len(old) - end_old)
     end_old += grow
     end_new = len(new) - s + grow
     return T.TextDocumentContentChangePartial(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from .typescript_scan import CODE, NUMBER, _scan_braces, _State, _step
+from .typescript_scan import EOL, CODE, NUMBER, _scan_braces, _State, _step
 
 
 class Lexer:
@@ -49,7 +49,7 @@ class Lexer:
         i, st = self._offsets[k], self._states[k].copy()
         while i < upto:
             j = _step(st, text, i)
-            if text[i] == "\n" and j > self._offsets[-1] and j <= upto:
+            if text[i] in EOL and j > self._offsets[-1] and j <= upto:   # lines.py's ECMASCRIPT
                 self._offsets.append(j)
                 self._states.append(st.copy())
             i = j

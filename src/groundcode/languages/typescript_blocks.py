@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import threading
 
+from ..lines import ECMASCRIPT, line_start, next_break
+
 from .typescript_scan import (BLOCK_COMMENT, CODE, LINE_COMMENT, NUMBER, REGEX, STRING, TEMPLATE, _scan_braces,
                          _scan_code, _State, _step)
 
@@ -78,8 +80,8 @@ def inline_braces(before: str, owed: str = "") -> int:
     opens the block the cursor is in, and is not one."""
     stack = _open_after(before, owed, len(before))   # owed: the prompt's tail, re-written first
     text = before + owed
-    line_start = text.rfind("\n") + 1
-    return sum(1 for k, c in stack if c == "{" and k >= line_start and text[k + 1:].strip())
+    start = line_start(text, None, ECMASCRIPT)
+    return sum(1 for k, c in stack if c == "{" and k >= start and text[k + 1:].strip())
 
 
 @functools.lru_cache(maxsize=16)
@@ -107,14 +109,15 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     braces are balanced always (a body's `after` starts with its own `}`, which closes no block
     written inside it). `before[:len(before) - drop] + generated` is the text before the cursor
     (`drop`: a name the cursor sits in)."""
-    nl = after.find("\n")
-    users_line = "\n" not in generated and bool((after if nl < 0 else after[:nl]).strip())
+    nl = next_break(after, 0, ECMASCRIPT)
+    users_line = next_break(generated, 0, ECMASCRIPT) is None and \
+        bool((after if nl is None else after[:nl[0]]).strip())
     head = len(before) - drop
     stack = _open_after(before, generated, head)
     text_end = head + len(generated)
-    line_start = (before[:head] + generated).rfind("\n") + 1
+    start = line_start(before[:head] + generated, None, ECMASCRIPT)     # lines.py
     out = ""
-    while not users_line and stack and stack[-1][0] >= line_start and stack[-1][0] < text_end:
+    while not users_line and stack and stack[-1][0] >= start and stack[-1][0] < text_end:
         out += _CLOSER[stack.pop()[1]]
     have = sum(c == "{" for _, c in stack)
     need = _braces_closed(after)

@@ -6,6 +6,8 @@ Test: tests/test_languages_typescript.py.
 """
 from __future__ import annotations
 
+from ..lines import ECMASCRIPT as EOL     # JavaScript's line terminators: \r, \n, U+2028, U+2029
+
 CODE, STRING, TEMPLATE, LINE_COMMENT, BLOCK_COMMENT, REGEX, NUMBER = (
     "code", "string", "template", "line_comment", "block_comment", "regex", "number")
 
@@ -103,7 +105,7 @@ def _step(st: _State, text: str, i: int) -> int:
             st.escape = False
         elif c == "\\":
             st.escape = True
-        elif c == st.quote or c == "\n":          # an unterminated string ends with its line
+        elif c == st.quote or c in EOL:           # an unterminated string ends with its line
             st.mode, st.regex_ok = CODE, False
         return i + 1
     if m == TEMPLATE:
@@ -120,7 +122,7 @@ def _step(st: _State, text: str, i: int) -> int:
             return i + 2
         return i + 1
     if m == LINE_COMMENT:
-        if c == "\n":
+        if c in EOL:
             st.mode = CODE
         return i + 1
     if m == BLOCK_COMMENT:
@@ -139,7 +141,7 @@ def _step(st: _State, text: str, i: int) -> int:
         st.in_class = False
     elif c == "/" and not st.in_class:
         st.mode, st.regex_ok, st.word = CODE, False, "r"    # its flags read as a word
-    elif c == "\n":                                # not a regex after all: back to code
+    elif c in EOL:                                 # not a regex after all: back to code
         st.mode, st.regex_ok = CODE, True
     return i + 1
 

@@ -64,6 +64,7 @@ import time
 import numpy as np
 
 from ...pycode import block_end, ident_run
+from ...lines import end_position
 from ...analysis.base import Analysis, Answered, MembersQuery
 from ...analysis.guards import isinstance_guards
 from ...analysis.wait import PatientWait, WaitPolicy
@@ -278,7 +279,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             at = ctx.splice(upto_dot, drop=self._hold)
             if self.lang.heuristics:
                 key = self._key(receiver, upto_dot, full)
-                guards = isinstance_guards(full, full.count("\n") + 1, len(full) - full.rfind("\n") - 1, receiver)
+                guards = isinstance_guards(full, *end_position(full), receiver)
                 if guards:        # narrowed here: another answer than the receiver's elsewhere
                     key = (*key, tuple(guards))
                 self._extra_names = self._extra(receiver, upto_dot)
