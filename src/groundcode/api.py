@@ -152,10 +152,10 @@ class Generator:
         if a is None:
             if server != "jedi":          # a language server (reads files, runs nothing)
                 from .analysis.lsp_client import LspAnalyzer
-                from .trust import search_paths
+                from .trust import search_paths, trusted
                 a = LspAnalyzer(root, server, deadline_s=m.deadline_s, hide_private=m.hide_private,
                                 hide_dunder=m.hide_dunder, paths=search_paths(root, python))
-                a.trusted = bool(trust) or a.trusted      # recorded only: a server runs nothing
+                a.trusted = bool(trust) or trusted(root)  # recorded only: a server runs nothing
             else:
                 from .analysis.jedi_client import JediAnalyzer
                 a = JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,

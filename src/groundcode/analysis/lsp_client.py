@@ -37,7 +37,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from .base import Analysis, Answered, Overlay, SignatureAnswer, SignatureQuery, query_key
-from .lsp_messages import edit, language_id, members, settings, signature, utf16
+from .lsp_messages import edit, language_id, members, signature, utf16
 
 _NO_OVERLAY = Overlay()
 
@@ -68,12 +68,7 @@ class LspAnalyzer:
         known = server in lsp_servers.SERVERS and not command
         from ..trust import search_paths           # library directories, read as files (a named
         self.paths = tuple(paths) if paths is not None else search_paths(self.repo)   # interpreter's, or the venv's)
-        self._env = lsp_servers.environment(server) if known else None
-        self._init_options = lsp_servers.init_options(server, self.paths) if known else None
-        # its working directory and configuration: a private directory, never the repository
-        self._workdir = lsp_servers.workdir(server, self.repo, self.paths) if known else None
-        from ..trust import trusted as _listed
-        self.trusted = _listed(self.repo)         # for the trigger records; a server runs nothing
+        self._launch = lsp_servers.Launch(server, self.repo, self.paths, known)   # started clean
         self._incremental = False                 # the server takes ranged didChange events
         self.deadline_s = deadline_s
         self.cold_deadline_s = max(cold_deadline_s, deadline_s)
@@ -159,9 +154,7 @@ class LspAnalyzer:
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
-        if self._workdir is not None:
-            import shutil
-            shutil.rmtree(self._workdir, ignore_errors=True)
+        self._launch.close()                      # its private working directory, removed
 
     def __enter__(self) -> "LspAnalyzer":
         return self
@@ -226,12 +219,9 @@ class LspAnalyzer:
 
         @c.feature(T.WORKSPACE_CONFIGURATION)
         def _configuration(params):          # pyright, pyrefly ask: groundcode's interpreter and
-            from .lsp_servers import configuration       # configuration, never the repository's
-            return [configuration(self.server, item.section, self.paths, self._workdir)
-                    if self._workdir is not None else settings(item.section, self.paths)
-                    for item in params.items]
+            return [self._launch.answer(item.section) for item in params.items]   # never the repository's
         self._started_at = time.monotonic()
-        await c.start_io(self.cmd[0], *self.cmd[1:], cwd=str(self._workdir or self.repo), env=self._env)
+        await c.start_io(self.cmd[0], *self.cmd[1:], cwd=str(self._launch.cwd), env=self._launch.env)
         self._spawned = c                         # killed by close() even if it never answers
         proc = getattr(c, "_server", None)
         if proc is not None and proc.stderr is not None:     # its log: read, never left to fill
@@ -250,7 +240,7 @@ class LspAnalyzer:
             workspace=T.WorkspaceClientCapabilities(configuration=True, workspace_folders=True))
         res = await c.initialize_async(T.InitializeParams(
             capabilities=caps, process_id=None, root_uri=self.repo.as_uri(),
-            initialization_options=self._init_options,
+            initialization_options=self._launch.init_options,
             workspace_folders=[T.WorkspaceFolder(uri=self.repo.as_uri(), name=self.repo.name)]))
         sync = getattr(res, "capabilities", None) and res.capabilities.text_document_sync
         change = sync.change if isinstance(sync, T.TextDocumentSyncOptions) else sync

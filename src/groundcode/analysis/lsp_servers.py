@@ -266,6 +266,28 @@ def init_options(name: str, paths=()) -> dict | None:
     return value(spec.init_options)
 
 
+class Launch:
+    """How one server of one root starts clean, in one object (lsp_client.py holds it): `cwd`
+    (workdir: private, never the repository), `env` (environment), `init_options`, `answer`
+    (its workspace/configuration questions: configuration); `close()` removes the directory."""
+
+    def __init__(self, name: str, repo, paths=(), pinned: bool = True):
+        self.name, self.paths, self.pinned = name, tuple(paths), pinned   # not pinned: a command
+        self.env = environment(name) if pinned else None                  # the caller gave (a test's
+        self.init_options = init_options(name, self.paths) if pinned else None   # server), as is
+        self.cwd = workdir(name, Path(repo), self.paths) if pinned else Path(repo)
+
+    def answer(self, section: str | None):
+        if not self.pinned:
+            from .lsp_messages import settings
+            return settings(section, self.paths)
+        return configuration(self.name, section, self.paths, self.cwd)
+
+    def close(self) -> None:
+        if self.pinned:
+            shutil.rmtree(self.cwd, ignore_errors=True)
+
+
 def _download(a: Artifact, tmp: str) -> Path:
     if a.digest.startswith("sha512-"):     # npm: the tarball only (pack runs no package script)
         from ..npm import pack
