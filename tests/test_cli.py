@@ -67,7 +67,8 @@ def test_complete_json_trigger_fields(repo, tiny_model_dir):
     (["generate", "missing.py:f"], "file not found"),
     (["generate", "{repo}/shop/cart.py:Cart.nope"], "no function or class 'nope'"),
     (["generate", "{repo}/shop/cart.py:Nope"], "no function or class 'Nope'"),
-    (["generate", "{repo}/shop/cart.py"], "expected FILE.py:FUNCTION"),
+    (["generate", "{repo}/shop/cart.py"], "expected FILE:FUNCTION"),
+    (["generate", "{repo}/shop/notes.txt:f"], "expected FILE:FUNCTION"),
     (["complete", "{repo}/shop/cart.py:400:0"], "line 400 is outside the file"),
     (["complete", "{repo}/shop/cart.py:1:999"], "column 999 is outside the line"),
     (["complete", "{repo}/shop/cart.py:1"], "expected FILE:LINE:COL"),
@@ -88,6 +89,21 @@ def test_user_errors_are_one_line(repo, tiny_model_dir, args, message):
     assert message in r.output
     assert "Traceback" not in r.output
     assert _tree_hash(repo) == before
+
+
+def test_a_source_in_any_encoding_python_accepts(repo, tiny_model_dir):
+    """PEP 263: a file declared `# -*- coding: latin-1 -*-` is read as Python reads it (it was
+    refused as "not UTF-8"); a UTF-8 byte order mark is not part of the text."""
+    from groundcode.repo import read_source
+    src = '# -*- coding: latin-1 -*-\ndef f():\n    """caf\xe9"""\n    return 1\n'
+    (repo / "shop" / "latin1.py").write_bytes(src.encode("latin-1"))
+    (repo / "shop" / "bom.py").write_bytes(b"\xef\xbb\xbfx = 1\n")
+    assert read_source(repo / "shop" / "latin1.py") == src
+    assert read_source(repo / "shop" / "bom.py") == "x = 1\n"
+    r = runner.invoke(app, ["generate", f"{repo}/shop/latin1.py:f", "--model", str(tiny_model_dir),
+                            "-n", "4", "--json", "--no-server"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout.strip().splitlines()[-1])["scope"] == "f"
 
 
 def test_complete_in_file_with_syntax_error_still_runs(repo, tiny_model_dir):

@@ -12,7 +12,8 @@ Python's:
 
 The identifier written must be a member of Cart, and the file on disk unchanged. The same for a
 TypeScript file (tests/fixtures/tsshop): a function appended to cart.ts asks at `c.` (a Cart),
-grounded by TypeScript's server."""
+grounded by TypeScript's server; the documented config attaches to the .ts buffer by itself
+(its default filetypes: Python, TypeScript, JavaScript)."""
 from __future__ import annotations
 
 import hashlib
@@ -42,7 +43,7 @@ TS_ADDED = ["", "export function total(c: Cart): number {", '  const tag = "Ã©ðŸ
 TS_MEMBERS = {"add", "owner"}         # `registry` is private to Cart
 
 
-def _drive(tmp_path: Path, script: str, ts: bool = False) -> tuple[dict, bool]:
+def _drive(tmp_path: Path, script: str, ts: bool = False, **env_extra) -> tuple[dict, bool]:
     """Run `script` in headless Neovim on a fresh copy of the fixture; (its result, whether
     cart.py (cart.ts) on disk is byte-identical afterwards)."""
     repo = tmp_path / ("tsshop" if ts else "shop")
@@ -54,7 +55,7 @@ def _drive(tmp_path: Path, script: str, ts: bool = False) -> tuple[dict, bool]:
               "--deadline", "60", "--max-new-tokens", "24"]
     env = dict(os.environ, GC_FILE=str(cart), GC_ROOT=str(repo), GC_CMD=json.dumps(server),
                GC_LINES=json.dumps(TS_ADDED if ts else ADDED), GC_OUT=str(out), GC_PLUGIN=str(PLUGIN),
-               HF_HUB_OFFLINE="1")
+               HF_HUB_OFFLINE="1", **env_extra)
     r = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n",
                         "-c", f"luafile {HERE / 'nvim' / script}"], env=env, cwd=tmp_path,
                        capture_output=True, text=True, timeout=240)
@@ -99,3 +100,15 @@ def test_neovim_inline_completion_in_a_typescript_file(tmp_path):
     got, disk_unchanged = _drive(tmp_path, "inline_completion.lua", ts=True)
     _member_written(got, ts=True)
     assert got["modified"] is True and disk_unchanged
+
+
+def test_the_documented_neovim_config_attaches_to_a_typescript_buffer_by_itself(tmp_path):
+    """The documented configuration as a user sets it up (setup() with its default filetypes,
+    then `:edit src/cart.ts`): its FileType autocommand attaches the .ts buffer, and the
+    suggestion at `c.` is a member of Cart, grounded by TypeScript's server (issue 44 item 4)."""
+    from groundcode.analysis import lsp_servers
+    lsp_servers.install("typescript")
+    got, disk_unchanged = _drive(tmp_path, "plugin_inline.lua", ts=True, GC_BY_FILETYPE="1")
+    name = _member_written(got, ts=True)
+    assert got["accepted"] is True and got["ghost"].startswith(name)
+    assert disk_unchanged

@@ -3,14 +3,20 @@
 -- docs/EDITORS.md). Tested on Debian 12's Neovim 0.7.2 by tests/test_lsp_nvim.py.
 --
 --   local gc = dofile("/path/to/groundcode.lua")     -- or copy it to lua/groundcode.lua: require
---   gc.setup({ cmd = { "groundcode", "lsp" } })      -- python buffers; <M-]> asks, <M-l> accepts
+--   gc.setup({ cmd = { "groundcode", "lsp" } })      -- <M-]> asks, <M-l> accepts
+--
+-- It attaches to Python, TypeScript and JavaScript buffers (filetypes python, typescript,
+-- javascript, typescriptreact, javascriptreact: the languages groundcode grounds); `filetypes`
+-- picks others, e.g. gc.setup({ filetypes = { "python" } }).
 --
 -- The suggestion shows as virtual text at the cursor (Neovim 0.10+: inline; 0.7-0.9: at the end
 -- of the line). Typing on makes it stale (it is dropped); a new request cancels the previous one
 -- ($/cancelRequest), and the server cancels its generation.
 local M = { ns = vim.api.nvim_create_namespace("groundcode"), shown = {}, client_id = nil }
 
--- Start the server once (the first Python buffer's root) and attach `bufnr` to it.
+M.filetypes = { "python", "typescript", "javascript", "typescriptreact", "javascriptreact" }
+
+-- Start the server once (the first source buffer's root) and attach `bufnr` to it.
 function M.attach(bufnr, opts)
   opts = opts or {}
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
@@ -98,7 +104,7 @@ end
 function M.setup(opts)
   opts = opts or {}
   local group = vim.api.nvim_create_augroup("groundcode", { clear = true })
-  vim.api.nvim_create_autocmd("FileType", { group = group, pattern = opts.filetypes or "python",
+  vim.api.nvim_create_autocmd("FileType", { group = group, pattern = opts.filetypes or M.filetypes,
     callback = function(ev) M.attach(ev.buf, opts) end })
   vim.api.nvim_create_autocmd({ "InsertLeave", "BufLeave" }, { group = group,
     callback = function(ev) M.clear(ev.buf) end })

@@ -407,7 +407,7 @@ def _via_server(target, server, model, temperature, top_p, seed, max_new_tokens,
 
 @app.command()
 def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
-                                          help="e.g. src/pkg/mod.py:Class.method"),
+                                          help="e.g. src/pkg/mod.py:Class.method, src/cart.ts:Cart.add"),
              repo: Optional[str] = _REPO, model: Optional[str] = _MODEL,
              device: Optional[str] = _DEVICE, dtype: Optional[str] = _DTYPE,
              temperature: float = _TEMP, top_p: float = _TOPP, seed: int = _SEED,
@@ -425,7 +425,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
                                                         "model's window)"),
              server: Optional[str] = _SERVER, no_server: bool = _NOSERVER,
              old_deadline: Optional[float] = _OLD_DEADLINE) -> None:
-    """Write a function's body from its signature and docstring (printed, not written back)."""
+    """Write a function's body from its signature and docstring or doc comment (Python,
+    TypeScript, JavaScript; printed, not written back)."""
     deadline = _analysis_deadline(deadline, old_deadline)
     from .api import function_context
     from .repo import parse_file_function
@@ -463,8 +464,9 @@ def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:
         Path(file).resolve().relative_to(Path(repo).resolve())
     except ValueError:
         raise GroundcodeError(f"{file} is not inside --repo {repo}") from None
-    if not any(Path(repo).rglob("*.py")):
-        raise GroundcodeError(f"--repo {repo} holds no Python files")
+    from .languages import SOURCE_SUFFIXES
+    if not any(f.suffix.lower() in SOURCE_SUFFIXES for f in Path(repo).rglob("*")):
+        raise GroundcodeError(f"--repo {repo} holds no source files ({', '.join(SOURCE_SUFFIXES)})")
     return Path(repo)
 
 

@@ -2,6 +2,7 @@
 generated region, never the prompt (no retrieved snippets, no API docs, no FIM tokens).
 
     ctx = function_context(file, "Class.method", repo)   # a function body after its docstring
+                                                         # (.ts/.js: between the body's braces)
     ctx = cursor_context(file, line, col, repo)          # continue at a cursor (line 1-based)
     ctx = cursor_context(file, line, col, repo, text=buffer)   # ... in unsaved text
     ctx = region_context(path, repo, text, line, col, end_line, indent, scope, def_line)
@@ -28,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import GroundcodeError
+from .languages import language_of
 from .lines import end_position, ends_line, split_lines
 from .pycode import Lexer, function_header, indentation
 from .repo import find_function, find_repo_root, read_source, text_version
@@ -164,11 +166,25 @@ def function_context(file: str | Path, qualname: str, repo: str | Path | None = 
     the file's unsaved text (an editor buffer) instead of the disk's."""
     path = Path(file)
     text = read_source(path) if text is None else text
+    root = Path(repo) if repo else find_repo_root(path)
+    if language_of(path).Braces is not None:     # TypeScript, JavaScript: between the body's braces
+        return _brace_body_context(path, root, text, qualname)
     site = find_function(text, qualname, path)
     lines = split_lines(text, keepends=True)
     reference = "".join(lines[site.body_line - 1: site.end_line])
-    return region_context(path, Path(repo) if repo else find_repo_root(path), text, site.body_line,
+    return region_context(path, root, text, site.body_line,
                           0, site.end_line, site.indent, qualname, site.def_line, reference)
+
+
+def _brace_body_context(path: Path, repo: Path, text: str, qualname: str) -> CodeContext:
+    """A TypeScript/JavaScript body, as the TypeScript benchmark's function tasks write it
+    (languages/typescript_bodies.py): from right after the opening `{` up to the closing `}`,
+    which BraceEnd stops at; the header and its doc comment stay in `before`."""
+    from .languages.typescript_bodies import find_body
+    b = find_body(text, qualname, path)
+    return CodeContext(path=path, repo=repo, before=text[: b.body_start], after=text[b.body_end:],
+                       scope=qualname, starts_at_line=False, reference=text[b.body_start: b.body_end],
+                       version=text_version(text), kind="body")
 
 
 def cursor_context(file: str | Path, line: int, column: int, repo: str | Path | None = None,

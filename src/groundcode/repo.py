@@ -22,23 +22,51 @@ class Cursor:
 
 
 def read_source(path: str | Path) -> str:
+    """A source file's text in the encoding its language reads it in: Python's by PEP 263 (a
+    `# -*- coding: latin-1 -*-` line, else UTF-8; tokenize.detect_encoding), every other
+    language UTF-8; a UTF-8 byte order mark is not part of the text (as editors show it)."""
     p = Path(path)
     if not p.exists():
         raise GroundcodeError(f"file not found: {p}")
     if not p.is_file():
         raise GroundcodeError(f"not a file: {p}")
+    return decode_source(p.read_bytes(), p)
+
+
+def decode_source(data: bytes, path: Path) -> str:
+    """`read_source`'s decoding of a file's bytes (one-line errors)."""
+    encoding = "utf-8-sig"
+    if path.suffix.lower() in (".py", ".pyi"):
+        import io
+        import tokenize
+        try:
+            encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        except SyntaxError as exc:             # an unknown codec, or a cookie that contradicts a BOM
+            raise GroundcodeError(f"{path}: {exc}") from None
+        if encoding == "utf-8":
+            encoding = "utf-8-sig"
     try:
-        return p.read_bytes().decode("utf-8")
+        return data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise GroundcodeError(f"{p} is not UTF-8 text (byte {exc.start}); groundcode reads UTF-8 sources") from None
+        name = "UTF-8" if encoding == "utf-8-sig" else encoding
+        how = "declare its encoding on its first two lines (PEP 263) or save it as UTF-8" \
+            if path.suffix.lower() in (".py", ".pyi") else "save it as UTF-8"
+        raise GroundcodeError(f"{path} is not {name} text (byte {exc.start}); {how}") from None
+
+
+_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", ".hg")
+_JS_MARKERS = ("package.json", "tsconfig.json", "jsconfig.json")
 
 
 def find_repo_root(path: Path) -> Path:
-    """The nearest ancestor with a VCS or packaging marker; else the directory that holds the
-    file's top-level package (so `import pkg.mod` resolves); else the file's directory."""
+    """The nearest ancestor with a VCS or packaging marker (a TypeScript or JavaScript file's also
+    package.json, tsconfig.json, jsconfig.json); else the directory that holds the file's
+    top-level package (so `import pkg.mod` resolves); else the file's directory."""
+    from .languages import PYTHON, language_of
+    markers = _MARKERS if language_of(path) is PYTHON else _MARKERS + _JS_MARKERS
     p = path.resolve().parent
     for d in [p, *p.parents]:
-        if any((d / m).exists() for m in (".git", "pyproject.toml", "setup.py", "setup.cfg", ".hg")):
+        if any((d / m).exists() for m in markers):
             return d
     while (p / "__init__.py").exists() and p.parent != p:
         p = p.parent
@@ -58,10 +86,14 @@ def parse_file_position(spec: str) -> tuple[Path, Cursor]:
 
 
 def parse_file_function(spec: str) -> tuple[Path, str]:
-    """'FILE:Class.method' -> (path, qualified name)."""
-    m = re.match(r"^(.*\.pyi?):([A-Za-z_][\w.]*)$", spec)
-    if not m:
-        raise GroundcodeError(f"expected FILE.py:FUNCTION (e.g. pkg/mod.py:Class.method), got {spec!r}")
+    """'FILE:Class.method' -> (path, qualified name); FILE is a source file of a supported
+    language (.py, .ts, .js, …: languages.SOURCE_SUFFIXES)."""
+    from .languages import SOURCE_SUFFIXES
+    m = re.match(r"^(.*):([A-Za-z_$#][\w$#.]*)$", spec)
+    if not m or Path(m.group(1)).suffix.lower() not in SOURCE_SUFFIXES:
+        raise GroundcodeError("expected FILE:FUNCTION with FILE a source file ("
+                              f"{', '.join(SOURCE_SUFFIXES)}; e.g. pkg/mod.py:Class.method or "
+                              f"src/cart.ts:Cart.add), got {spec!r}")
     return Path(m.group(1)), m.group(2)
 
 

@@ -1,5 +1,5 @@
 -- Headless Neovim runs the documented config (docs/editors/groundcode.lua, $GC_PLUGIN) as a
--- user would: attach, edit the buffer with nvim_buf_set_lines, ask at the end of the last
+-- user would: attach (with $GC_BY_FILETYPE=1: by the plugin's own FileType autocommand), edit the buffer with nvim_buf_set_lines, ask at the end of the last
 -- edited line, wait for the ghost text (an extmark), accept it, and write the result to $GC_OUT.
 local out_path = os.getenv("GC_OUT")
 
@@ -13,10 +13,22 @@ local function run()
   local gc = dofile(os.getenv("GC_PLUGIN"))
   local file, root = os.getenv("GC_FILE"), os.getenv("GC_ROOT")
   local added = vim.fn.json_decode(os.getenv("GC_LINES"))
-  vim.cmd("edit " .. vim.fn.fnameescape(file))
+  local id
+  if os.getenv("GC_BY_FILETYPE") == "1" then
+    -- the user's way: filetype detection on, setup() with its default filetypes, then open the
+    -- file; the plugin's FileType autocommand attaches the buffer (no attach() call here)
+    vim.cmd("filetype on")
+    gc.setup({ cmd = vim.fn.json_decode(os.getenv("GC_CMD")), root_dir = root })
+    vim.cmd("edit " .. vim.fn.fnameescape(file))
+    assert(vim.wait(5000, function() return gc.client_id ~= nil end, 20),
+           "the plugin did not attach to a '" .. vim.bo.filetype .. "' buffer")
+    id = gc.client_id
+  else
+    vim.cmd("edit " .. vim.fn.fnameescape(file))
+    gc.setup({ cmd = vim.fn.json_decode(os.getenv("GC_CMD")), root_dir = root })
+    id = gc.attach(vim.api.nvim_get_current_buf(), { cmd = vim.fn.json_decode(os.getenv("GC_CMD")), root_dir = root })
+  end
   local bufnr = vim.api.nvim_get_current_buf()
-  gc.setup({ cmd = vim.fn.json_decode(os.getenv("GC_CMD")), root_dir = root })
-  local id = gc.attach(bufnr, { cmd = vim.fn.json_decode(os.getenv("GC_CMD")), root_dir = root })
   assert(vim.wait(120000, function()
     local c = vim.lsp.get_client_by_id(id)
     return c ~= nil and c.initialized

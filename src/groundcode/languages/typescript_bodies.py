@@ -8,6 +8,8 @@ out and what a model rewrites from its signature and doc comment.
         source[b.body_start:b.body_end]        # the body between its braces (the task's reference)
         b.doc             # the comment right above it (/** … */ or // lines), or ""
 
+    find_body(source, "Cart.add", path)        # one by name (generate, the structured endpoint)
+
 Offsets are str indices (tree-sitter counts UTF-8 bytes: converted). Overloads and abstract
 methods (no body) and bodies of one line are left out; arrow functions are not functions here.
 Test: tests/test_languages_typescript.py.
@@ -63,7 +65,9 @@ def _parser(tsx: bool):
     return Parser(Language(ts.language_tsx() if tsx else ts.language_typescript()))
 
 
-def bodies(source: str, tsx: bool = False) -> list[Body]:
+def bodies(source: str, tsx: bool = False, one_line: bool = False) -> list[Body]:
+    """Every function and method with a block body, in file order; `one_line`: bodies on one
+    line (`f() {}`) too (`groundcode generate` writes into an empty stub; the benchmark does not)."""
     data = source.encode("utf-8")
     tree = _parser(tsx).parse(data)
     ascii_only = len(data) == len(source)
@@ -80,7 +84,7 @@ def bodies(source: str, tsx: bool = False) -> list[Body]:
         if kind is not None:
             block = node.child_by_field_name("body")
             if block is not None and block.type == "statement_block" \
-                    and block.end_point[0] > block.start_point[0]:
+                    and (one_line or block.end_point[0] > block.start_point[0]):
                 doc = _doc(node)
                 out.append(Body(name, ".".join(scope + (name,)), kind, at(node.start_byte),
                                 at(block.start_byte) + 1, at(block.end_byte) - 1,
@@ -91,3 +95,28 @@ def bodies(source: str, tsx: bool = False) -> list[Body]:
 
     walk(tree.root_node, ())
     return out
+
+
+def uses_tsx(path) -> bool:
+    """The grammar a file is parsed with: tsx for .tsx and JavaScript (JSX), TypeScript's else."""
+    from pathlib import Path
+    return Path(path).suffix.lower() in (".tsx", ".js", ".jsx", ".mjs", ".cjs")
+
+
+def find_body(source: str, qualname: str, path=None) -> Body:
+    """The body of `qualname` ("Cart.add", "helper") in a complete file: the one
+    `groundcode generate FILE.ts:FUNCTION` and the structured endpoint's function mode write.
+    A name given twice (a getter and its setter, overloads' implementation) is its first body."""
+    import difflib
+
+    from ..errors import GroundcodeError
+    found = bodies(source, tsx=uses_tsx(path or "x.ts"), one_line=True)
+    match = next((b for b in found if b.qualname == qualname), None)
+    if match is not None:
+        return match
+    names = list(dict.fromkeys(b.qualname for b in found))
+    same = [q for q in names if q.rsplit(".", 1)[-1] == qualname.rsplit(".", 1)[-1]]
+    picks = list(dict.fromkeys(same + difflib.get_close_matches(qualname, names, n=3, cutoff=0.75)))[:3]
+    hint = f"; did you mean {' or '.join(picks)}?" if picks else ""
+    raise GroundcodeError(f"{path or 'source'}: no function or method {qualname!r} with a body "
+                          f"(arrow functions are not functions here){hint}")
