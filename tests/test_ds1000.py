@@ -134,9 +134,10 @@ def test_an_early_exit_inside_the_tests_exec_does_not_pass(data):
     rec = ds.execute(ps, comps, SandboxConfig(wall_s=10, cpu_s=10), workers=2)[0]
     assert rec["passed"] == [False, False, True]
     assert rec["reasons"][:2] == ["exit 0 before the tests finished (no nonce in the output)"] * 2
-    from groundcode.evaluation.execution import NONCE_EPILOGUE
+    from groundcode.evaluation.execution import NONCE_EPILOGUE, judged_program
     prog = ds.test_program(ps[0], "x = 1\n", True)
-    assert prog == ds.test_program(ps[0], "x = 1\n") + NONCE_EPILOGUE     # after the tests
+    assert prog == judged_program(ds.test_program(ps[0], "x = 1\n"))     # judged, nonce last
+    assert prog.endswith(NONCE_EPILOGUE)
     assert "groundcode-tests-done" not in prog                        # the nonce is in no file
 
 

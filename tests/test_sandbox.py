@@ -348,6 +348,74 @@ def test_the_code_under_test_cannot_read_the_nonce_from_a_file_or_the_environmen
     assert "not found" in r.stdout and not r.passed, r
 
 
+# -- the verdict (issue 39 item 5): the code under test runs in a child out of its reach ---------
+
+_HARNESS = """
+import numpy as np
+env = {"a": np.array([3, 1, 2])}
+exec(CODE, env)
+np.testing.assert_array_equal(env["result"], np.array([1, 2, 3]))
+assert sorted([2, 1]) == [1, 2]
+"""
+
+_FORGERIES = {
+    # issue 39's forgery: the nonce's pipe named in the environment, then exit 0
+    "environ fd": "import os\nprint(os.read(int(os.environ['GC_NONCE_FD']), 256).decode(), flush=True)\n"
+                  "os._exit(0)\n",
+    "fds 0-255": "import os\nfor fd in range(256):\n    try: print(os.read(fd, 256).decode(), flush=True)\n"
+                 "    except Exception: pass\nos._exit(0)\n",
+    "/proc/*/fd": "import os\nfor p in os.listdir('/proc'):\n    if not p.isdigit(): continue\n"
+                  "    try: fds = os.listdir(f'/proc/{p}/fd')\n    except OSError: continue\n"
+                  "    for fd in fds:\n        try:\n"
+                  "            f = os.open(f'/proc/{p}/fd/{fd}', os.O_RDONLY | os.O_NONBLOCK)\n"
+                  "            print(os.read(f, 256).decode('latin-1'), flush=True)\n"
+                  "        except OSError: pass\nos._exit(0)\n",
+    "parent's memory": "import os\ntry: print(open(f'/proc/{os.getppid()}/mem', 'rb').read(64), flush=True)\n"
+                       "except OSError as e: print(e, flush=True)\nos._exit(0)\n",
+    "early os._exit(0)": "import os\nos._exit(0)\n",
+    "early sys.exit(0)": "import sys\nsys.exit(0)\n",
+    "patched helpers": "import numpy, builtins\nnumpy.testing.assert_array_equal = lambda *a, **k: None\n"
+                       "builtins.sorted = lambda x: [1, 2]\nresult = a\n",
+    "killed harness": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+    "pickle that runs code": "import os\nclass R:\n    def __reduce__(self):\n"
+                             "        return (exec, ('import os; os._exit(0)',))\nresult = R()\n",
+    "pickle that calls a method": "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                                  "class R:\n    def __reduce__(self):\n"
+                                  "        return (plt.gcf().savefig, ('/tmp/forged.png',))\nresult = R()\n",
+}
+
+
+@pytest.mark.parametrize("name", list(_FORGERIES))
+def test_a_forged_pass_is_scored_a_failure(name):
+    from groundcode.evaluation.execution import judged_program
+    nonce = new_nonce()
+    prog = judged_program(f"CODE = {_FORGERIES[name]!r}\n" + _HARNESS)
+    r = run_program(prog, SandboxConfig(wall_s=30), nonce=nonce)
+    assert not r.passed and nonce not in r.stdout, (name, r)
+
+
+def test_a_real_pass_still_passes_and_a_failure_says_why():
+    from groundcode.evaluation.execution import judged_program
+
+    def run(code):
+        return run_program(judged_program(f"CODE = {code!r}\n" + _HARNESS), SandboxConfig(wall_s=30),
+                           nonce=new_nonce())
+    ok = run("import numpy as np\nresult = np.sort(a)\n")
+    assert ok.passed and ok.reason == "ok", ok
+    wrong = run("result = a\n")
+    assert not wrong.passed and wrong.reason.startswith("exit 1: AssertionError"), wrong
+    raised = run("raise ValueError('no such column')\n")
+    assert not raised.passed and raised.reason == "exit 1: ValueError: no such column", raised
+    # what the code draws is the harness's current figure again (DS-1000's Matplotlib checks)
+    plot = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "import numpy as np\nplt.plot([1, 2], label='x-y')\nplt.legend()\nresult = np.array([1, 2, 3])\n")
+    drawn = run_program(judged_program(f"CODE = {plot!r}\n" + _HARNESS + (
+        "import matplotlib.pyplot as plt\n"
+        "assert plt.gca().get_legend().get_texts()[0].get_text() == 'x-y'\n")),
+        SandboxConfig(wall_s=60), nonce=new_nonce())
+    assert drawn.passed, drawn
+
+
 def test_the_hosts_etc_is_not_visible_only_what_an_interpreter_needs():
     probe = ("import os\n"
              "print(sorted(os.listdir('/etc')))\n"

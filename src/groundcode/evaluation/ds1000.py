@@ -9,8 +9,11 @@ exactly the official harness's:
     code_context + "\\n" + f"code = {code!r}\\n" + "test_execution(code)\\n"
                  + ("test_string(code)\\n" if "test_string(" in code_context else "\\n")
 
-followed, when executed here, by printing the run's nonce (read from an inherited pipe: execution.NONCE_EPILOGUE), a fresh per-run token the sandbox must see in
-the output, so a sample that calls `sys.exit(0)` inside the test's `exec` does not pass. It runs
+judged when executed here (execution.judged_program): the harness's `exec(code, test_env)` runs
+the sample in a forked child that holds none of the harness's descriptors and cannot read its
+memory; what the sample left in test_env comes back through an allow-listed unpickler, and the
+harness prints the run's nonce after its tests, so an early exit, a read of the nonce's pipe or
+patched assertion helpers in the sample do not pass. It runs
 in a fresh sandboxed process (evaluation/execution.py; 120 s as upstream). A problem
 whose modules (its library, or anything its test imports, e.g. seaborn or tensorflow) the
 sandbox's interpreter lacks is skipped and counted with the missing names.
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import GroundcodeError
-from .execution import NONCE_EPILOGUE, ExecutionResult, SandboxConfig, new_nonce, run_many
+from .execution import ExecutionResult, SandboxConfig, judged_program, new_nonce, run_many
 from ..jsonl import read_jsonl
 from .metrics import pass_at_k
 
@@ -157,12 +160,13 @@ def extract_code(completion: str) -> str:
 
 
 def test_program(problem: Problem, code: str, nonce: bool = False) -> str:
-    """The official DS-1000 test program for one sample's code (then printing the run's nonce,
-    read from its pipe, when `nonce`: execution.NONCE_EPILOGUE)."""
+    """The official DS-1000 test program for one sample's code; with `nonce` (as executed here),
+    judged: the harness's `exec(code, test_env)` runs the sample in a child out of the verdict's
+    reach, and the harness prints the run's nonce after its tests (execution.judged_program)."""
     ctx = problem.code_context
-    return (ctx + "\n" + f"code = {code!r}\n" + "test_execution(code)\n"
-            + ("test_string(code)\n" if "test_string(" in ctx else "\n")
-            + (NONCE_EPILOGUE if nonce else ""))
+    prog = (ctx + "\n" + f"code = {code!r}\n" + "test_execution(code)\n"
+            + ("test_string(code)\n" if "test_string(" in ctx else "\n"))
+    return judged_program(prog) if nonce else prog
 
 
 def sandbox_config(**overrides) -> SandboxConfig:

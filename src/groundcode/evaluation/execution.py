@@ -25,7 +25,12 @@ Mode "bwrap" (the default) runs the program under bubblewrap (Debian package `bu
 - with a `nonce` (new_nonce()), a run passes only if its output holds the nonce, which the test
   program prints after its tests (NONCE_EPILOGUE): exiting 0 early (`sys.exit(0)` in the code
   under test) fails. The nonce reaches the program on an inherited pipe, never in a file or the
-  environment (only the pipe's fd number is), so the code under test cannot read and print it;
+  environment (only the pipe's fd number is). Code under test that runs in the test program's
+  own process could still read that pipe and print it, so a test program built by
+  `judged_program` runs it in a forked child (judge_harness.py): the harness process and the shim
+  are non-dumpable (no /proc/PID/fd, /mem or ptrace from the same uid), the child closes every
+  descriptor but its result pipe, and what it leaves comes back through an allow-listed
+  unpickler; the verdict is the harness's, which the child cannot reach (DS-1000 runs so);
 - /etc is not bound whole: only what an interpreter and its libraries read (ETC_FILES: the
   dynamic loader's cache, locale, timezone, name service basics, SSL certificates, mime types),
   never the host's configuration and credentials.
@@ -44,7 +49,9 @@ missing or broken bubblewrap is an error, never a silent downgrade.
 Not here: what a program means (ds1000.py builds DS-1000's test programs), parallelism beyond
 `run_many`'s thread pool. Test: tests/test_sandbox.py (escape attempts: network, writes outside
 /tmp, fork bomb, memory hog, a 4 x 600 MB tree under 1,024 MB, tmpfs and /dev fills, an early
-`sys.exit(0)`, infinite loop, reading a host file).
+`sys.exit(0)`, infinite loop, reading a host file; forged passes: the nonce's descriptor, fds
+0-255, every /proc/PID/fd, the parent's memory, patched assertion helpers, a killed harness, a
+pickle that runs code).
 """
 from __future__ import annotations
 
@@ -126,6 +133,10 @@ lim(resource.RLIMIT_CORE, 0)
 if uid >= 0:
     os.setgroups([]); os.setgid(uid); os.setuid(uid)
 lim(resource.RLIMIT_NPROC, nproc)
+try:                     # the program may not read this process's descriptors (/proc/PID/fd)
+    import ctypes; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+except Exception:
+    pass
 pid = os.fork()
 if pid == 0:
     os.close(fd)
@@ -294,6 +305,17 @@ NONCE_FD_ENV = "GC_NONCE_FD"
 # this line runs) and prints it.
 NONCE_EPILOGUE = ("import os as _gc_os\n"
                   f"print(_gc_os.read(int(_gc_os.environ[{NONCE_FD_ENV!r}]), 256).decode(), flush=True)\n")
+
+
+def judged_program(program: str, shadow_exec: bool = True) -> str:
+    """A test program whose code under test runs out of the verdict's reach: judge_harness.py's
+    source first (the harness process made private, `_gc_untrusted_exec(code, env)` running the
+    code in a child that holds no descriptor of the harness's), then `program` (with
+    `shadow_exec`, its `exec(code, env)` calls are that), then NONCE_EPILOGUE. Pass the run a
+    nonce; only the harness, after its tests, can print it."""
+    head = (Path(__file__).with_name("judge_harness.py").read_text(encoding="utf-8")
+            + ("\nexec = _gc_untrusted_exec\n" if shadow_exec else "\n"))
+    return head + program + ("" if program.endswith("\n") else "\n") + NONCE_EPILOGUE
 
 
 def _killed_by(timed_out: bool, memory: bool, code: int | None) -> str:
