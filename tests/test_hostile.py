@@ -73,10 +73,13 @@ def _env() -> dict:
 
 
 def _ask(analyzer: str, root: Path, trust: bool = False):
+    """The members after the dot in the cursor's file and, for a Python analyzer, in the same
+    file of the sub-projects with their own pyrefly.toml (shop2/) and pyrightconfig.json
+    (shop3/), so a server loads those configurations too: the first file's answer."""
     from groundcode.analysis.base import MembersQuery
     from groundcode.context import Splice
     f, src, line, col = _where(analyzer)
-    at = Splice(src, line, col, root / f)
+    files = [f] if analyzer == "typescript" else [f, f.replace("shop/", "shop2/"), f.replace("shop/", "shop3/")]
     if analyzer == "jedi":
         from groundcode.analysis.jedi_client import JediAnalyzer
         a = JediAnalyzer(root, deadline_s=60, trust=trust)
@@ -84,7 +87,8 @@ def _ask(analyzer: str, root: Path, trust: bool = False):
         from groundcode.analysis.lsp_client import LspAnalyzer
         a = LspAnalyzer(root, analyzer, deadline_s=60, cold_deadline_s=60)
     with a:
-        return a.ask(MembersQuery(at, "x", ("t",))).result(timeout=120)
+        return [a.ask(MembersQuery(Splice(src, line, col, root / x), "x", (x,))).result(timeout=120)
+                for x in files][0]
 
 
 @pytest.mark.parametrize("analyzer", ANALYZERS)
