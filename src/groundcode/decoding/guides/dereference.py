@@ -191,7 +191,10 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         if not self.chunked or self.ticket is None or self.state not in (SPEC, FREE) or self.spec_typed:
             return False
         if self.ticket.result(0) is None:
-            if time.perf_counter() - self._asked_at < (self.analyzer.deadline() or 2.0):
+            # a reproducible run holds it until the answer lands (PatientWait's limit: a hung
+            # analyzer), never by a deadline that depends on the machine's load
+            limit = getattr(self.waits, "limit_s", None) if self.reproducible else None
+            if time.perf_counter() - self._asked_at < (limit or self.analyzer.deadline() or 2.0):
                 return True
             self.record.reason = "timeout"        # failed open (the record says so already)
             self.ticket, self.state = None, WAIT
