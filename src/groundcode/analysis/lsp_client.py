@@ -37,7 +37,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from .base import Analysis, Answered, Overlay, SignatureAnswer, SignatureQuery, query_key
-from .lsp_messages import edit, language_id, members, signature, utf16
+from .lsp_messages import OBJECT_MEMBERS, edit, language_id, members, signature, utf16
 
 _NO_OVERLAY = Overlay()
 
@@ -420,13 +420,16 @@ class LspAnalyzer:
             if after_dot else T.CompletionContext(trigger_kind=T.CompletionTriggerKind.Invoked)
         res = await c.text_document_completion_async(T.CompletionParams(
             text_document=T.TextDocumentIdentifier(uri=uri), position=self._position(at), context=ctx))
-        return members(res, after_dot, self.complete_members, dunders=language_id(at.path) == "python")
+        python = language_id(at.path) == "python"
+        return members(res, after_dot, self.complete_members, dunders=python, object_members=not python)
 
     # -- answers ----------------------------------------------------------------------------------
     def _hidden(self, names) -> frozenset:
+        # TypeScript's Object.prototype members: legal when written, never steered to (as dunders)
+        always = OBJECT_MEMBERS & names if self.server == "typescript" else frozenset()
         if not self.hide_private:
-            return frozenset()
-        return frozenset(n for n in names if n.startswith("_") and not (n.startswith("__") and n.endswith("__")))
+            return always
+        return always | frozenset(n for n in names if n.startswith("_") and not (n.startswith("__") and n.endswith("__")))
 
     def _landed(self, fut, full: tuple, receiver: str, t0: float, prefetch: bool) -> None:
         try:

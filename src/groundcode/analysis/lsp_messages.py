@@ -86,14 +86,17 @@ def _kinds():
             K.Unit: "instance", K.Event: "instance", K.TypeParameter: "class", K.Reference: "instance"}
 
 
-def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) -> tuple[frozenset, dict, str | None]:
+def members(res, after_dot: bool, complete_members: bool, dunders: bool = True,
+            object_members: bool = False) -> tuple[frozenset, dict, str | None]:
     """A completion answer as names with their kinds (Jedi's words); keywords, snippets and text
     items dropped. A list of `object`'s dunders only means the server does not know the type
     ("untyped"); an `isIncomplete` list is open unless the server lists every member after a dot;
     so is one whose default commit characters are none (a place for a new name: TypeScript's
     answer for a type with an index signature, where any name is legal). TypeScript's private
     names keep their `#` (`this.#items`: the name after the dot is `#items`, narrowing.name_run).
-    `dunders`: Python's (a dunder after a dot is never forbidden); False for other languages."""
+    `dunders`: Python's (a dunder after a dot is never forbidden); False for other languages.
+    `object_members`: TypeScript's — `Object.prototype`'s members (OBJECT_MEMBERS), which the
+    compiler accepts on any object type and its completions never list, are added likewise."""
     from lsprotocol import types as T
     if res is None:
         return frozenset(), {}, "empty"
@@ -126,7 +129,15 @@ def members(res, after_dot: bool, complete_members: bool, dunders: bool = True) 
         return frozenset(), kinds, "empty"
     if after_dot and dunders:   # servers list dunders unevenly (ty: no `__name__` after `self.__class__.`):
         names |= DUNDERS  # a dunder is never what a server's answer forbids
+    if after_dot and object_members:     # `this.hasOwnProperty(k)`: legal, never listed
+        names |= OBJECT_MEMBERS
     return frozenset(names), kinds, None
+
+
+# Object.prototype's members: TypeScript resolves them on every object type (the apparent type's
+# base, `Object`), yet its member completions leave them out
+OBJECT_MEMBERS = frozenset({"constructor", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable",
+                            "toLocaleString", "toString", "valueOf"})
 
 
 _MARK = re.compile(r"(?<![\w*])([*/])(?=\s*(?:[,)]|$))")

@@ -10,6 +10,7 @@ tests/test_stop_at.py, tests/test_ts_grounding.py.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 
 from ..lines import ECMASCRIPT, line_start, next_break
@@ -119,6 +120,8 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     out = ""
     while not users_line and stack and stack[-1][0] >= start and stack[-1][0] < text_end:
         out += _CLOSER[stack.pop()[1]]
+    if not users_line:
+        out = _arrow_body((before[:head] + generated)[start:]) + out
     have = sum(c == "{" for _, c in stack)
     need = _braces_closed(after)
     if need > have:
@@ -126,6 +129,25 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     elif need < have:
         out += "\n" + "}" * (have - need)
     return out
+
+
+# the cursor's line up to the cursor ends inside an arrow function's return type, its `=>` cut
+# (`xs.map((x): Ns.Box<` …): where an arrow may start (the line's start, `=`, `(`, `,`, `=>`,
+# `return`), an optional `async` and type parameters, the parameters, `:` and a type so far
+_ARROW_RETURN = re.compile(r"(?:^|[=(,]|=>|\breturn|\byield)\s*(?:async\s*)?(?:<[^<>()]*>\s*)?"
+                           r"\([^()]*\)\s*:\s*([\w$.\s<>\[\],|&]*)$")
+
+
+def _arrow_body(line: str) -> str:
+    """What completes an arrow function whose return type the cursor is in: its type arguments'
+    `>`s and a body (` => undefined`). Without its `=>`, `(x): Ns.` is no arrow to TypeScript's
+    parser (the parameters read as a parenthesized expression) and the position after the dot
+    reads as an expression: the answer would list the namespace's values, not its types."""
+    m = _ARROW_RETURN.search(line)
+    if m is None:
+        return ""
+    t = m.group(1)
+    return ">" * max(0, t.count("<") - t.count(">")) + " => undefined"
 
 
 class Braces:

@@ -289,6 +289,8 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             else:                 # another language: no reading of the text, one key per question
                 key = (self.version, self.scope, receiver)
                 self._extra_names = set()
+            if full.endswith("?."):   # `obj.f?.(x)`, `obj.a?.[k]`: an optional call or index
+                self._extra_names = self._extra_names | {""}   # writes no member (the name "")
             if self.reproducible or not self.lang.heuristics:   # reused only for the same question
                 key = (*key, _digest(at.code), at.line, at.column)
             ticket = self.analyzer.ask(MembersQuery(at, receiver, key, ended=row.cancelled))
@@ -331,8 +333,10 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         names = names | extra if extra - names else names
         rec.candidates = len(names)
         hide = self.hide
+        if "" in names:                 # after `?.`: `(`/`[` accepted, never steered to
+            hide = (lambda n, d=hide: not n or (d is not None and d(n)))
         if a.hidden:                    # --hide-private: legal when written, never steered to
-            hide = (lambda n, h=a.hidden, d=self.hide: n in h or (d is not None and d(n)))
+            hide = (lambda n, h=a.hidden, d=hide: n in h or (d is not None and d(n)))
         if steer is not None:           # the vocabulary: any of it accepted, `steer` suggested
             steer = steer | extra
             hide = (lambda n, v=steer, d=hide: n not in v or (d is not None and d(n)))
@@ -349,6 +353,15 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         else:                                     # the user's text is no member prefix
             self.record.failed_open, self.record.reason = True, "cursor name is no member prefix"
             self.state, self.nar = WAIT, None
+
+    def _no_name(self, t: str) -> bool:
+        """`t` (text right after a dot, nothing of the name written) ends the name empty where
+        only `?.(` / `?.[` may: the empty name ("") is a candidate only after `?.`."""
+        nar = self.nar
+        if nar.typed or "" not in nar.names or len(t) <= len(nar.need):
+            return False
+        t = t[len(nar.need):]                     # (the owed head, `?.`, checked by accepts)
+        return not name_run(t) and t[0] not in "(["
 
     def _binding_position(self, row: RowView, upto_dot: str) -> bool:
         if not (self.allow_bindings and self.free_ok):
@@ -377,7 +390,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             t = row.vocab.texts[token]
             # A token without text (EOS, a stop id) ends the row: only after a whole name
             # (`accepts("")` holds for any prefix, and `return self.` + EOS is no code).
-            if (t or self.nar.fits(self.nar.typed)) and self.nar.accepts(t):
+            if (t or self.nar.fits(self.nar.typed)) and self.nar.accepts(t) and not self._no_name(t):
                 return None
             ids = self.nar.allowed()
             if not len(ids):
@@ -398,7 +411,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         complete = len(name) < len(rest)
         if self._binding_position(row, row.text + t[: j + 1]):
             return None                 # advance() starts FREE speculation
-        if self.nar.fits(name, complete):
+        if self.nar.fits(name, complete) and not (name == "" and self._no_name(rest)):
             return None                 # consistent: advance() narrows or finishes
         ids = self.nar.resample_ids(t[: j + 1])
         self._pending = (token, found, n_triggers, ids)
