@@ -100,7 +100,7 @@ def build(
     from . import builder, sources as src
     if "api" in kinds.split(",") or (recipe and load_recipe(recipe).get("kind") == "api"):
         return _build_api(sources, out, recipe, seed)
-    if recipe and load_recipe(recipe).get("name") == "typescript":
+    if recipe and "typescript" in (load_recipe(recipe).get("name"), load_recipe(recipe).get("language")):
         return _build_typescript(load_recipe(recipe), out)
     try:
         if recipe:
