@@ -250,3 +250,28 @@ def test_a_stalled_stream_ends_with_finish_reason_deadline_not_an_error(tiny_lm,
         assert not [e for e in ev if e.get("type") == "error"], ev
         assert [e["finish_reason"] for e in ev if e.get("type") == "done"] == ["deadline"], ev
     gen.close()
+
+
+@pytest.mark.parametrize("limit", ["deadline", "length"])
+def test_a_name_after_a_dot_the_row_wrote_itself_is_cut_with_its_dot(tiny_lm, repo, limit):
+    # the trigger is the row's own (`return |` + `self.disc`): the text shown ends before the
+    # token that holds the dot — `self`, a whole name — never `self.` or `self.disc`
+    from groundcode.config import SamplingConfig
+    from groundcode.context import cursor_context
+    from groundcode.session import Request
+    text = _buffer(repo)[: -len("self.di")]
+    lines = text.splitlines()
+    ctx = cursor_context(repo / "shop" / "cart.py", len(lines), len("        return "), repo, text=text)
+    probe = DeadlineAt("self.disc", "ounts\n")
+    with _generator(tiny_lm, repo, probe) as gen:
+        g = gen.session.submit(Request(context=ctx, deadline_s=60)).result(60)[0]
+    assert probe.fired == 1
+    if limit == "length":
+        rules = DeadlineAt("self.disc", "ounts\n")
+        rules._cut = lambda jobs: None
+        with _generator(tiny_lm, repo, rules) as gen:
+            g = gen.session.submit(Request(context=ctx, deadline_s=60, sampling=SamplingConfig(
+                max_new_tokens=probe.tokens))).result(60)[0]
+    assert g.finish_reason == limit, g
+    assert g.completion.strip() in ("", "self"), g
+    assert g.triggers[0].receiver == "self" and g.triggers[0].cut == "disc", g.triggers

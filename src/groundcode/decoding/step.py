@@ -293,7 +293,7 @@ class RowStep:
             k = len(v.tokens)
         else:   # whole tokens before the cut, then the (ASCII: a line start) piece up to it
             k, end = bisect.bisect_right(v.ends, cut), cut
-        if r.finish != "error" and r.enders:
+        if r.finish != "error" and r.enders and r.spec.choose is None:   # (a teacher's text stays)
             # a row ended from outside (deadline, cancel, length) or by another guide's stop
             # ends where every guide can stand by its text: never inside a name the monitor
             # has not finished checking; text already streamed as final stays
