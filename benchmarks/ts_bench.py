@@ -20,8 +20,12 @@ match (the first name written is the reference's), exact line, EditSim.
 monitor's question at each task's `obj.` asked as the monitor asks it, and the reference's
 member judged against the answer — a false block where the server answered and the member the
 package's own code writes is not among its names; fail-open where it could not tell.
-The monitored arm is the product's default monitor; a .ts file is analyzed by TypeScript's own
-server (`tsc --lsp`). Tasks are taken in the recipe's order (every package), the first N of each
+The monitored arm is the product's default monitor, reproducible (as `bench run`'s: every trigger
+waits for its own answer, no speculation; `--speculate` for the editor's path, where an answer's
+timing decides whether a name is written free and rolled back — a cut changes the cache's shape
+and so the next logits in their last bits: two runs then broke an exact bfloat16 tie either way);
+greedy ties go to the lowest token id (decoding/sampling.greedy). A .ts file is analyzed by
+TypeScript's own server (`tsc --lsp`). Tasks are taken in the recipe's order (every package), the first N of each
 kind per `--functions/--dereference`; samples go to $W (resumable), the table to stdout and the
 figures with paired bootstrap intervals (monitored − baseline, tasks resampled, seeded; scoring
 runs `--jobs` compilers at once, each in its own sandbox) to
@@ -188,6 +192,8 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=160, help="function bodies (dereference: 32)")
     ap.add_argument("--max-prompt-tokens", type=int, default=1024)
     ap.add_argument("--audit", type=int, default=-1, help="dereference tasks to audit (-1: all, 0: none)")
+    ap.add_argument("--speculate", action="store_true",
+                    help="the editor's path (answers speculated on; runs may differ): default reproducible")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compilers at once when scoring")
     ap.add_argument("--work", type=Path, default=None, help="samples (default: the cache)")
     ap.add_argument("--out", type=Path, default=None)
@@ -207,7 +213,7 @@ def main() -> None:
     runs = {}
     max_new = {"function": args.max_new_tokens, "dereference": 32}
     audited = None
-    with Generator(lm, MonitorConfig(enabled=True), prompt=PromptConfig(max_prompt_tokens=args.max_prompt_tokens)) as gen, \
+    with Generator(lm, MonitorConfig(enabled=True, reproducible=not args.speculate), prompt=PromptConfig(max_prompt_tokens=args.max_prompt_tokens)) as gen, \
             Progress(console=console) as prog:
         if args.audit:
             derefs = [t for t in tasks if t["kind"] == "dereference"]
@@ -236,6 +242,7 @@ def main() -> None:
                 scores[arm][tid] = row
                 prog.advance(bar)
     result = {"model": lm.name, "dtype": lm.dtype, "tasks_file": str(args.tasks), "cpus": os.cpu_count(),
+              "reproducible": not args.speculate,
               "load_avg_1m_end": round(os.getloadavg()[0], 2), "generate_s": round(gen_s, 1),
               "total_s": round(time.perf_counter() - t0, 1), "audit": audited, "kinds": {}}
     for kind, metrics in (("function", ("compiles", "has_member_error", "member_errors", "new_errors", "edit_sim")),

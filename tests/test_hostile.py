@@ -9,8 +9,8 @@ the analyzer itself, `groundcode complete`, `serve`'s structured endpoint and `g
 - trusted, Jedi starts the repository's venv (`venv-python`, and the .pth and sitecustomize its
   interpreter reads: the user trusted it); a language server runs nothing even then;
 - trust given to one root never reaches another: `serve` with two workspaces and one of them on
-  the user's list; the LSP with `{"trust": true}` for the folder named at initialize, then a
-  file of another clone opened and a folder added.
+  the user's list (`/health`'s "trusted"); the LSP with `{"trust": true}` for the folder named at
+  initialize, then a file of another clone opened and a folder added (`groundcode.health`).
 """
 from __future__ import annotations
 
@@ -186,6 +186,9 @@ async def _lsp(world, analyzer: str) -> None:
             for item in getattr(out, "items", None) or ():
                 for g in (item.data or {}).get("grounded", ()):
                     assert g["trusted"] == (root == a), (root, g)
+        health = await client.workspace_execute_command_async(T.ExecuteCommandParams(command="groundcode.health"))
+        assert set(health["roots"]) == {str(r) for r in (a, b, c)}, health     # b: its file's repository
+        assert health["trusted"] == [str(a)], health
         await client.shutdown_session()
     finally:
         await client.stop()

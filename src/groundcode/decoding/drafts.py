@@ -46,6 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .sampling import greedy
+
 
 @dataclass(frozen=True)
 class Reference:
@@ -162,7 +164,7 @@ def verify(batch, r, i: int, events: list) -> None:
             j += 1
             break
         try:                                     # 3. choose (greedy), 4. accept ...
-            rs.take(r, int(row_logits.argmax()), constrained, events, row_logits)
+            rs.take(r, int(greedy(row_logits)), constrained, events, row_logits)
         except Exception as exc:
             rs.fail(r, exc)
             events.append(rs.finished(r))

@@ -57,7 +57,7 @@ from ..config import SamplingConfig
 from . import attention, drafts, kv
 from .batch_cache import BatchCache
 from .detokenize import Detokenizer
-from .sampling import sample_rows
+from .sampling import greedy, sample_rows
 from .step import RowStep
 from .rows import FINAL, FINISHED, ROLLBACK, STOP, TOKEN, TRIGGER, Event, Row, RowOutput, RowSpec  # noqa: F401
 
@@ -236,7 +236,7 @@ class Batch(BatchCache):
         del r.fed_cols[max(length - 1, 0):]
 
     def _sample(self, logits: torch.Tensor, rows: list[Row]) -> list[int]:
-        out = logits.argmax(dim=-1)
+        out = greedy(logits)                    # ties: the lowest id (sampling.greedy)
         for i, r in enumerate(rows):
             s = r.sampling
             if r.live and not r.waiting and s.temperature > 0:

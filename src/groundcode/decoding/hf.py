@@ -28,6 +28,7 @@ from transformers import LogitsProcessor
 from ..errors import GroundcodeError
 from .guides.base import Guide, RowView
 from .masking import keep_only
+from .sampling import greedy
 from .step import advance_declining, mask_of, refusal_of, settle_declining
 
 
@@ -96,7 +97,7 @@ class GuidesLogitsProcessor(LogitsProcessor):
             allowed = mask_of(row, gs)            # the step's phases 2-3 (step.py) on this row
             if allowed is not None and len(allowed):
                 keep_only(scores[i], allowed)
-            top = int(scores[i].argmax())         # verified when it is the top-1 choice
+            top = int(greedy(scores[i]))          # verified when it is the top-1 choice
             refused = refusal_of(row, gs, top, allowed) if gs and top < len(self.vocab.texts) else None
             if refused is not None:
                 keep_only(scores[i], refused)

@@ -12,6 +12,8 @@ and lsprotocol) whose completions are grounded in the editor's unsaved buffers.
                                    file opened outside them, is not trusted by it),
                                    {"python": PATH} names the interpreter (trust.py)
     workspace folders              the analyzer roots (initialize, didChangeWorkspaceFolders)
+    workspace/executeCommand       `groundcode.health`: the LSP's /health: its roots, the trusted
+                                   ones, the analyzers running (Completer.health)
     $/cancelRequest, a newer request on the same document: the older one's rows stop
 
 `inlineCompletionProvider` is declared statically: clients older than LSP 3.18 (Neovim 0.7-0.11)
@@ -42,6 +44,7 @@ from .lsp_completer import Answer, Completer
 
 log = logging.getLogger("groundcode.lsp")
 COMMAND = "groundcode.grounded"
+HEALTH = "groundcode.health"
 
 
 def _encoding(ls: LanguageServer) -> str:
@@ -179,6 +182,10 @@ def build(completer: Completer) -> LanguageServer:
     @ls.command(COMMAND)
     def grounded_command(*args):
         return None                 # informational: the argument is the item's grounding
+
+    @ls.command(HEALTH)
+    def health_command(*args):
+        return completer.health()   # which roots are trusted, which analyzers run
 
     @ls.feature(T.SHUTDOWN)
     def shutdown(*args):

@@ -116,6 +116,16 @@ class Completer:
             ws = self._ws
         return ws.trusted_roots() if ws is not None else []
 
+    def health(self) -> dict:
+        """The LSP's /health (`groundcode.health`): the roots, the trusted ones (trust is per
+        root), and the analyzers running once the model has loaded."""
+        out = {"roots": [str(r) for r in self.roots], "trusted": [str(r) for r in self.trusted_roots],
+               "model_loaded": self._ready.done() and self._ready.exception() is None}
+        if out["model_loaded"]:
+            out["analyzers"] = [{"name": n, "root": str(r), "pid": p}
+                                for n, r, p in self._ready.result().running_analyzers()]
+        return out
+
     def _trust(self, roots) -> None:
         with self._lock:
             self._trusted |= {Path(r).resolve() for r in roots}
