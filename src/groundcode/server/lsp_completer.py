@@ -67,6 +67,7 @@ class Completer:
         self.python = python              # the environment Jedi sees (Workspace(python=))
         self.trust = bool(trust)          # --trust: the roots named at start and at initialize
         self._trusted: set[Path] = set()  # the roots trusted here (the user's list aside)
+        self._named: set[Path] = set()    # the roots given at start and named at initialize
         self._roots: list[Path] = []
         self._buffers: dict[Path, str] = {}
         self._ws = None
@@ -78,6 +79,7 @@ class Completer:
         threading.Thread(target=self._load, args=(load,), name="groundcode-lsp-load",
                          daemon=True).start()
         self.set_roots(roots)
+        self._named = set(self._roots)
         if self.trust:
             self._trust(self._roots)
 
@@ -136,6 +138,7 @@ class Completer:
         editor says so (`trust`) or `--trust` was given. Nothing else is trusted by this."""
         self.set_roots(self._roots + [Path(r) for r in roots])
         named = [Path(r).resolve() for r in roots]
+        self._named |= set(named)
         try:
             self.configure(None, python)
         finally:
@@ -147,14 +150,14 @@ class Completer:
                 self.set_roots(self._roots)
 
     def configure(self, trust: bool | None = None, python=None) -> None:
-        """The editor's initialization options: trust the current roots (never a later one),
-        name the interpreter."""
+        """The editor's initialization options: trust the roots named at start and at
+        initialize (never one added later, nor a file's repository), name the interpreter."""
         if python:
             if not Path(python).expanduser().exists():
                 raise GroundcodeError(f"python: no such interpreter or environment: {python}")
             self.python = python
         if trust:
-            self._trust(self._roots)
+            self._trust([r for r in self._roots if r in self._named])
             return
         if trust is False:
             with self._lock:
