@@ -47,6 +47,7 @@ class Prepared:
     n: int = 1
     fim: bool = False                 # the model sees the suffix (fill-in-the-middle)
     response_fields: list | None = None
+    locate: dict | None = None        # a text-only request: where it was placed, or why not (locate.py)
 
 
 @dataclass
@@ -112,6 +113,7 @@ class Service:
         self.session = self.gen.session        # shared with anything else using this generator
         self.workspace = None
         self._locator = None                  # text-only requests: which file (locate.py)
+        self._locator_lock = threading.Lock()
         if self.roots:
             from ..workspace import Workspace
             self.workspace = Workspace(self.roots, opts.python, opts.trust)   # --trust: these roots
@@ -154,6 +156,8 @@ class Service:
         not pay for them. Best
         effort: a file that cannot be prewarmed is skipped, never a reason not to serve."""
         try:
+            if self.roots:
+                self._locator_started()               # the text-only clients' index (locate.py)
             if self.gen.monitor.enabled and self.roots:
                 from ..decoding.vocab.kernel import warm_in_background
                 warm_in_background()
@@ -176,6 +180,8 @@ class Service:
         if self._closed:
             return
         self._closed = True
+        if self._locator is not None:
+            self._locator.close()
         self.session.close()
         self.gen.close()
 
@@ -247,33 +253,48 @@ class Service:
             real, ctx = self._context(b.groundcode.path, text, line, col, must_exist=False)
             req = self._request(context=ctx, sampling=sampling, n=b.n, stop=tuple(stop))
             return Prepared(req, True, self.relative(real), no_fim, n=b.n, fim=fim)
-        found = self._locate(prompt, suffix or "") if not bias else "logit_bias: plain decoding"
+        found, where = self._locate(prompt, suffix or "") if not bias else ("logit_bias: plain decoding", None)
         if not isinstance(found, str):
             real, ctx = found
             req = self._request(context=ctx, sampling=sampling, n=b.n, stop=tuple(stop))
             note = "; ".join(x for x in (f"found the file by its text: {self.relative(real)}", no_fim) if x)
-            return Prepared(req, True, self.relative(real), note, n=b.n, fim=fim)
+            return Prepared(req, True, self.relative(real), note, n=b.n, fim=fim, locate=where)
         req = self._request(prompt_text=prompt, suffix_text=suffix if fim else None, sampling=sampling,
                             n=b.n, stop=tuple(stop), logit_bias=bias)
         note = "; ".join(x for x in (f"{found}: plain decoding", no_fim.replace("informs the analyzer only",
                                                                              "was not used")) if x)
-        return Prepared(req, False, None, note, n=b.n, fim=fim)
+        return Prepared(req, False, None, note, n=b.n, fim=fim, locate=where)
+
+    def _locator_started(self):
+        """The locate index (locate.py), built and refreshed on its own thread from the first call
+        (prewarm at the server's start; the first text-only request when prewarm is off)."""
+        with self._locator_lock:
+            if self._locator is None:
+                from .locate import Locator
+                self._locator = Locator(self.roots).start()
+            return self._locator
 
     def _locate(self, prefix: str, suffix: str):
-        """(file, context) of the workspace file a text-only request is about (locate.py), or
-        why none: the request then decodes plain."""
+        """((file, context) of the workspace file a text-only request is about (locate.py), or
+        why none: the request then decodes plain; the `locate` record the answer carries)."""
         if self.workspace is None:
-            return "no workspace is served (groundcode serve --workspace DIR)"
-        if self._locator is None:
-            from .locate import Locator
-            self._locator = Locator(self.roots)
-        found = self._locator.locate(prefix, suffix)
-        if isinstance(found, str):
-            return found
+            return "no workspace is served (groundcode serve --workspace DIR)", None
+        loc = self._locator_started()
+        # before the index's first build ends (a request right after the start) it waits for it,
+        # at most half the request's deadline; then it says the index is not ready
+        found = loc.locate(prefix, suffix, wait_s=self.opts.deadline_s / 2)
+        where = {"placed": False, "index": loc.facts()}
+        if not hasattr(found, "path"):
+            where.update(reason=str(found), capped=bool(getattr(found, "capped", False)))
+            return str(found), where
         try:
-            return found.path, self.workspace.cursor(found.path, found.line, found.column, text=found.text)
+            ctx = self.workspace.cursor(found.path, found.line, found.column, text=found.text)
         except GroundcodeError as exc:
-            return str(exc)
+            where.update(reason=str(exc), capped=False)
+            return str(exc), where
+        where.update(placed=True, path=self.relative(found.path), line=found.line, column=found.column,
+                     hits=found.hits)
+        return (found.path, ctx), where
 
     def _logit_bias(self, bias) -> tuple:
         """OpenAI's logit_bias: token ids (as strings) of this model's vocabulary, biases in
@@ -329,13 +350,13 @@ class Service:
         fim = self.has_fim
         note = "" if fim else (f"model {self.model_name} has no fill-in-the-middle template: it "
                                "continued the prefix without seeing the suffix")
-        ctx, real = None, None
+        ctx, real, where = None, None, None
         if b.groundcode is not None:
             line, col = cursor_of(prefix)
             real, ctx = self._context(b.groundcode.path, prefix + suffix, line, col,
                                       must_exist=False)
         else:                   # llama.vim / llama.vscode: find the file by the text
-            found = self._locate(prefix, suffix)
+            found, where = self._locate(prefix, suffix)
             if isinstance(found, str):
                 located_note = f"{found}: plain decoding"
             else:
@@ -350,14 +371,14 @@ class Service:
                                 stop=tuple(b.stop))
             if n_predict == 0:
                 return Prepared(None, True, self.relative(real), note, warm=req, fim=fim,
-                                response_fields=b.response_fields)
+                                response_fields=b.response_fields, locate=where)
             return Prepared(req, True, self.relative(real), note, fim=fim,
-                            response_fields=b.response_fields)
+                            response_fields=b.response_fields, locate=where)
         req = self._request(prompt_text=prefix, suffix_text=suffix if fim else None,
                             sampling=sampling, blocks=tuple(blocks), stop=tuple(b.stop))
         if n_predict == 0:
-            return Prepared(None, False, None, note, warm=req, fim=fim, response_fields=b.response_fields)
-        return Prepared(req, False, None, note, fim=fim, response_fields=b.response_fields)
+            return Prepared(None, False, None, note, warm=req, fim=fim, response_fields=b.response_fields, locate=where)
+        return Prepared(req, False, None, note, fim=fim, response_fields=b.response_fields, locate=where)
 
     def _honoured(self, b: CodeRequest) -> dict:
         """The per-request configuration a CLI sent (the prompt cap, the analysis deadline); a

@@ -55,6 +55,8 @@ def grounding(prep, gen=None, triggers=None) -> dict:
         d["path"] = prep.path
     if prep.note:
         d["note"] = prep.note
+    if getattr(prep, "locate", None) is not None:     # a text-only request: where it went, or why not
+        d["locate"] = prep.locate
     if gen is not None:
         d["finish_reason"] = gen.finish_reason
         d["triggers"] = [trigger_json(t) for t in final_triggers(gen, triggers)]
