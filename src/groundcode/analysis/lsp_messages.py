@@ -42,8 +42,9 @@ def _position(text: str, index: int):
 
 def edit(old: str, new: str):
     """The smallest whole-line range of `old` that differs from `new`, and its new text (whole
-    lines: a cut never falls between a `\\r` and its `\\n`). A text with a lone `\\r` (a line
-    end to LSP, not to this count) is sent whole."""
+    lines, lines.py's: a cut never falls between a `\\r` and its `\\n`). A text with a lone `\\r` is
+    sent whole all the same: servers' line maps have disagreed on it, and a whole text cannot be
+    misplaced."""
     from lsprotocol import types as T
     if "\r" in old.replace("\r\n", ""):
         return T.TextDocumentContentChangeWholeDocument(text=new)
