@@ -43,8 +43,8 @@ def _position(text: str, index: int):
 def edit(old: str, new: str):
     """The smallest whole-line range of `old` that differs from `new`, and its new text (whole
     lines, lines.py's: a cut never falls between a `\\r` and its `\\n`). A text with a lone `\\r` is
-    sent whole all the same: servers' line maps have disagreed on it, and a whole text cannot be
-    misplaced."""
+    sent whole all the same (kept conservative: a ranged change over one was not checked against
+    every server; a whole text cannot be misplaced)."""
     from lsprotocol import types as T
     if "\r" in old.replace("\r\n", ""):
         return T.TextDocumentContentChangeWholeDocument(text=new)
