@@ -115,7 +115,8 @@ def test_a_stalled_scheduler_still_answers_by_the_deadline(ws, tiny_model_dir):
         t0 = time.perf_counter()
         r = c.post("/v1/code/completions", json=_body(ws, 64))
         took = time.perf_counter() - t0
-        assert took < 1.0 + 1.0 + 0.5, took
+        assert took < 1.0 + 1.0 + 1.5, took           # deadline + grace (+ slack for a loaded
+                                                      # machine), well before the 4 s stall ends
         assert r.status_code == 504, r.text
         assert "deadline" in r.json()["error"]["message"]
 

@@ -79,14 +79,14 @@ def test_busy_past_the_retry_budget_or_the_rows_end_is_busy_in_time(tok):
         t0 = time.monotonic()
         with pytest.raises(Busy, match="429"):
             eng.pick(_ids(tok), ALLOWED, _sampling(), 0)
-        assert time.monotonic() - t0 < 2.0
+        assert time.monotonic() - t0 < 8.0            # the 1 s budget (1,000 429s would take minutes)
         ended = threading.Event()
         threading.Timer(0.2, ended.set).start()
         eng.client.retry_s = 30.0
         t0 = time.monotonic()
         with pytest.raises(Busy):
             eng.pick(_ids(tok), ALLOWED, _sampling(), 0, until=ended.is_set)
-        assert time.monotonic() - t0 < 2.5
+        assert time.monotonic() - t0 < 10.0           # the row's end (0.2 s), not the 30 s budget
     assert eng.constraint == "logit_bias"
 
 
@@ -203,6 +203,6 @@ def test_a_stalled_upstream_ends_the_request_by_its_deadline(tok, shop_repo):
             t0 = time.monotonic()
             out = g.session.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=4),
                                            deadline_s=1.0)).result(10)[0]
-            assert time.monotonic() - t0 < 2.0 and out.finish_reason == "deadline", out
+            assert time.monotonic() - t0 < 4.0 and out.finish_reason == "deadline", out   # not the 5 s stall
             nxt = g.session.submit(Request(context=ctx, sampling=SamplingConfig(max_new_tokens=2))).result(20)[0]
             assert nxt.finish_reason != "error", nxt
