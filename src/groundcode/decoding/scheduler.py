@@ -107,6 +107,8 @@ class Scheduler(Lookahead, Records):
         self.dead: str | None = None          # why the loop stopped for good (None: serving)
         self.recovered = 0                    # turns that failed and were recovered from
         self._preparer = Preparer(generator, self.engine)   # prompts and rows, off this thread
+        from ..models.threads import Threads          # torch threads: the cores others leave free
+        self.threads = Threads.for_engine(getattr(getattr(generator, "lm", None), "device", None))
         self._thread = threading.Thread(target=self._run, name="groundcode-scheduler", daemon=True)
         self._thread.start()
         with _ALL_LOCK:
@@ -230,6 +232,8 @@ class Scheduler(Lookahead, Records):
             pass
         if (arrived or self._interrupted.is_set()) and (self._ahead or self._ahead_live):
             self._preempt()
+        if arrived and self.threads is not None:
+            self.threads.follow()             # models/threads.py: on this thread, per request
         self._interrupted.clear()
         # -- 2. sweep -----------------------------------------------------------------------------
         now = time.perf_counter()
