@@ -241,6 +241,8 @@ def test_trust_is_per_root_and_never_spreads(tmp_path, monkeypatch):
     assert set(comp.roots) == {a, b} and comp.trusted_roots == [a]
     assert comp._ensure(b / "m.py").cursor(b / "m.py", 1, 0).trust is False
     assert comp._ensure(a / "m.py").cursor(a / "m.py", 1, 0).trust is True
+    comp.configure(trust=True)                       # the options again: still a alone
+    assert comp.trusted_roots == [a]
     comp.set_roots(comp.roots + [c])                 # didChangeWorkspaceFolders
     assert comp.trusted_roots == [a]
     trust.add(c)                                     # `groundcode trust c`
