@@ -73,6 +73,13 @@ def test_complete_and_generate_through_a_running_server(tmp_path, shop_repo, run
         assert r.exit_code == 2 and "serves tiny, not smollm2-135m" in r.output
         r = CliRunner().invoke(app, ["complete", f"{cart}:11:13", "--server", base, "--analyzer", "ty"])
         assert r.exit_code == 2 and "analyzer is jedi, not ty" in r.output, r.output
+        import httpx
+        ask = {"path": str(cart), "line": 11, "column": 13, "max_tokens": 4}
+        r = httpx.post(base + "/v1/code/completions", json=dict(ask, model="smollm2-135m"), timeout=60)
+        assert r.status_code == 400 and "serves tiny, not smollm2-135m" in r.text
+        r = httpx.post(base + "/v1/code/completions", json=dict(ask, model="tiny", max_prompt_tokens=32,
+                                                                analysis_deadline=5), timeout=60)
+        assert r.status_code == 200 and r.json()["prompt_tokens"] <= 32 + 16, r.text
     finally:
         stop(proc)
     r = CliRunner().invoke(app, ["complete", f"{cart}:11:13", "--server", base])

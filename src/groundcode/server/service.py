@@ -383,7 +383,7 @@ class Service:
     def _honoured(self, b: CodeRequest) -> dict:
         """The per-request configuration a CLI sent (the prompt cap, the analysis deadline); a
         model or analyzer other than this server's is refused, never silently replaced."""
-        if b.model is not None and b.model not in (self.model_name, Path(b.model).name):
+        if b.model is not None and self.model_name not in (b.model, Path(b.model).name):
             raise ClientError(f"this server serves {self.model_name}, not {b.model}")
         if b.analyzer is not None and b.analyzer != self.opts.analyzer:
             raise ClientError(f"this server's analyzer is {self.opts.analyzer}, not {b.analyzer}")
