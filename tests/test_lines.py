@@ -42,6 +42,7 @@ import random
 
 from groundcode.lines import (ECMASCRIPT, LSP, ends_line, last_line, line_start, line_text,
                               next_break, offset)
+from groundcode.server.guard import check_position, cursor_of
 
 PIECES = ["a", "b", "x1", " ", "    ", "é", "\U0001d4b3", "\n", "\r", "\r\n", "\u2028", "\u2029", "\x0c", "\x85", "\v"]
 
@@ -89,6 +90,9 @@ def test_every_position_computation_agrees_on_random_files(breaks):
                 continue
             line, col = ref[i]
             assert end_position(text[:i], breaks) == (line, col), (text, i)
+            if breaks is LSP:                     # what the server checks a client's cursor with
+                assert cursor_of(text[:i]) == (line, col)
+                check_position(text, line, col)
             assert offset(text, line, col, breaks) == i, (text, i)
             assert line_start(text, i, breaks) == i - col, (text, i)
             assert line_text(text, line, breaks) == (lines[line - 1].rstrip(breaks) if line <= len(lines) else "")
