@@ -74,6 +74,8 @@ def test_a_server_hung_at_initialize_is_killed_and_grounding_resumes(tmp_path):
         assert t.result(a.deadline()) is None            # the question cannot be answered now ...
         h = a.health()                                  # ... and health says so, with the reason
         assert h["status"] == "degraded" and "initialize" in h["reason"], h
+        r = t.result(2 * H)                             # it waited behind the hung prewarm, bounded
+        assert r is not None and r.failed.startswith("error"), r
         seen: list = []
         took = _until_grounded(a, at, t0, 2 * H, seen)
         assert took < 2 * H and a.restarts >= 1

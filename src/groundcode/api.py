@@ -33,7 +33,7 @@ from .errors import GroundcodeError
 
 class Generator:
     """A model, its vocab index, prompt builder, the engine and one analyzer per repository,
-    kept warm."""
+    kept warm (at most `AnalyzerPool.limit` at once, idle ones closed: analysis/pool.py)."""
 
     def __init__(self, model=None, monitor: MonitorConfig | None = None, device: str | None = None,
                  dtype: str | None = None, batch_rows: int = 16, prompt: PromptConfig | None = None,

@@ -53,4 +53,7 @@ def unsaved(path):
 def source_text(path: str) -> str:
     """A module's text as the analyzer sees it: the open buffer, else the file."""
     text = buffer(path)
-    return text if text is not None else Path(path).read_text(encoding="utf-8")
+    if text is not None:
+        return text
+    from ..repo import read_source          # in the encoding Python reads it in (PEP 263)
+    return read_source(path)

@@ -402,6 +402,7 @@ def create_app(service: Service, identity_token: str | None = None, on_shutdown=
                 "trusted": service.trusted_roots(),
                 "prewarmed": service.prewarmed.is_set(),
                 "prewarm_errors": service.prewarm_errors[:5],
+                "locate": service.locate_facts(),          # text-only clients' index (locate.py)
                 "active": adm.active, "queued": adm.waiting,
                 "max_concurrency": adm.limit, "queue": adm.queue,
                 "served": st.served, "cancelled": st.cancelled, "errors": st.errors,

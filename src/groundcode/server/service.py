@@ -274,6 +274,10 @@ class Service:
                 self._locator = Locator(self.roots).start()
             return self._locator
 
+    def locate_facts(self) -> dict | None:
+        """The locate index's state for /health (None: no text-only request and no prewarm yet)."""
+        return self._locator.facts() if self._locator is not None else None
+
     def _locate(self, prefix: str, suffix: str):
         """((file, context) of the workspace file a text-only request is about (locate.py), or
         why none: the request then decodes plain; the `locate` record the answer carries)."""
