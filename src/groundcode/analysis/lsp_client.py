@@ -65,10 +65,9 @@ class LspAnalyzer:
         self.repo = Path(repo).resolve()
         self.server = self.name = server
         self.cmd = list(command) if command else lsp_servers.command(server)   # missing: an error now
-        known = server in lsp_servers.SERVERS and not command
         from ..trust import search_paths           # library directories, read as files (a named
         self.paths = tuple(paths) if paths is not None else search_paths(self.repo)   # interpreter's, or the venv's)
-        self._launch = lsp_servers.Launch(server, self.repo, self.paths, known)   # started clean
+        self._launch = lsp_servers.Launch(server, self.repo, self.paths, server in lsp_servers.SERVERS and not command)
         self._incremental = False                 # the server takes ranged didChange events
         self.deadline_s = deadline_s
         self.cold_deadline_s = max(cold_deadline_s, deadline_s)
@@ -217,9 +216,8 @@ class LspAnalyzer:
                        T.CLIENT_REGISTER_CAPABILITY, T.WINDOW_WORK_DONE_PROGRESS_CREATE):  # requests: ok
             c.feature(method)(_ignored)
 
-        @c.feature(T.WORKSPACE_CONFIGURATION)
-        def _configuration(params):          # pyright, pyrefly ask: groundcode's interpreter and
-            return [self._launch.answer(item.section) for item in params.items]   # never the repository's
+        c.feature(T.WORKSPACE_CONFIGURATION)(   # pyright, pyrefly ask: groundcode's answers (lsp_servers)
+            lambda params: [self._launch.answer(item.section) for item in params.items])
         self._started_at = time.monotonic()
         await c.start_io(self.cmd[0], *self.cmd[1:], cwd=str(self._launch.cwd), env=self._launch.env)
         self._spawned = c                         # killed by close() even if it never answers
