@@ -416,6 +416,19 @@ def test_a_real_pass_still_passes_and_a_failure_says_why():
     assert drawn.passed, drawn
 
 
+def test_a_torch_result_reaches_the_harness_as_a_tensor():
+    """Tensors travel as numpy arrays (their own pickles load through torch.load, which the
+    harness does not allow back); DS-1000's PyTorch checks compare tensors."""
+    from groundcode.evaluation.execution import judged_program
+    code = "import torch\nresult = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True) * 2\nshape = result.shape\n"
+    harness = ("import torch\nenv = {}\nexec(CODE, env)\nr = env['result']\n"
+               "assert torch.equal(r.detach(), torch.tensor([[2., 4.], [6., 8.]])), r\n"
+               "assert env['shape'] == torch.Size([2, 2])\n")
+    r = run_program(judged_program(f"CODE = {code!r}\n" + harness),
+                    SandboxConfig(wall_s=120, memory_mb=4096, address_mb=8192, procs=128), nonce=new_nonce())
+    assert r.passed, r
+
+
 def test_the_hosts_etc_is_not_visible_only_what_an_interpreter_needs():
     probe = ("import os\n"
              "print(sorted(os.listdir('/etc')))\n"
