@@ -444,47 +444,11 @@ class Service:
 
     async def updates(self, stream, t0: float):
         """The stream's updates, ending by the request's deadline plus a grace second whatever
-        the session does. A session still silent then (a stalled step, a long prefill of
-        another request) is cancelled, and every sample that has not ended ends here as the
-        session would have ended it: "done" with finish_reason "deadline" and the text already
-        sent (final text: grounded, never taken back), so a stream cut by its deadline never
-        ends with an error; one that wrote nothing is a 504 when it is not streamed."""
-        from ..session import DONE, TEXT, TRIGGER, Update
-        it = stream.aiter().__aiter__()
-        end = t0 + self.opts.deadline_s + GRACE_S
-        n = max(1, int(getattr(stream.request, "n", 1) or 1))
-        sent, triggers, done = [""] * n, [[] for _ in range(n)], [False] * n
-        try:
-            while True:
-                left = end - time.perf_counter()
-                try:
-                    u = await asyncio.wait_for(it.__anext__(), max(0.0, left))
-                except StopAsyncIteration:
-                    return
-                except asyncio.TimeoutError:
-                    stream.cancel()
-                    for j in range(n):
-                        if not done[j]:
-                            yield Update(DONE, sample=j, result=self._cut_by_deadline(
-                                sent[j], triggers[j], t0))
-                    return
-                if 0 <= u.sample < n:
-                    if u.kind == TEXT:
-                        sent[u.sample] += u.text
-                    elif u.kind == TRIGGER:
-                        triggers[u.sample].append(u.trigger)
-                    elif u.kind == DONE:
-                        done[u.sample] = True
-                yield u
-        finally:
-            await it.aclose()
-
-    def _cut_by_deadline(self, text: str, triggers: list, t0: float):
-        """A sample the session did not end by the request's deadline (+ grace): what it sent."""
-        from ..contract import Generation
-        seconds = time.perf_counter() - t0
-        return Generation(text, 0, round(seconds, 4), "deadline", list(triggers), self.model_name,
-                          timings={"total_ms": round(seconds * 1e3, 3)})
+        the session does (deadline.py: a silent session's samples end "deadline" with the text
+        already sent, never an error)."""
+        from .deadline import bounded
+        async for u in bounded(stream, t0 + self.opts.deadline_s + GRACE_S, t0, self.model_name):
+            yield u
 
     def warm(self, prep: Prepared, t0: float) -> float:
         """n_predict 0: prefill only (waits for it, within the deadline); returns the

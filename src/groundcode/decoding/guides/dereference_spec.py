@@ -1,7 +1,8 @@
 """The dereference monitor's speculation ledger (a mixin of DereferenceMonitor): a name decoded
 while its answer runs (SPEC), answers owed at the row's end or landing late, the verdict once an
-answer is in (keep, or roll back and redo under the mask), and what a host that cannot roll back
-declines. The monitor's states are named here. Test: tests/test_speculation.py,
+answer is in (keep, or roll back and redo under the mask), what a host that cannot roll back
+declines, and what of the row's text is final (`final_upto`) or may be shown when the row is
+cut from outside (`end_at`: never a name not yet checked; tests/test_deadline_cut.py). The monitor's states are named here. Test: tests/test_speculation.py,
 tests/test_dereference_states.py.
 """
 from __future__ import annotations
@@ -33,6 +34,45 @@ class SpeculationLedger:
         self.spec_typed, self.spec_done = "", False
         self.state = NARROW
         self._snap_cache = None
+
+    def final_upto(self, row: RowView) -> int:
+        """Text from the token that holds a trigger's dot is held back while the name after it
+        is still being written (NARROW) or its answer is still owed (SPEC, FREE, PENDING, the
+        late answers): a cut may take it back, and a row that ends now (a deadline, a cancel)
+        shows only final text, so never a name the monitor has not finished checking."""
+        if self.state is WAIT and not self.late:
+            return len(row.text)
+        dots = [e[5] for e in self.late]
+        if self.state in (SPEC, FREE, PENDING, NARROW):
+            dots.append(self.dot_tokens)
+        return self._before_dot(row, min(dots)) if dots else len(row.text)
+
+    @staticmethod
+    def _before_dot(row: RowView, dot_tokens: int) -> int:
+        """The text offset where the token that holds a trigger's dot starts (`dot_tokens`:
+        the row's token count once that token was accepted; 0: the dot is before the cursor)."""
+        k = dot_tokens - 1
+        return row.ends[k - 1] if 0 < k <= len(row.ends) else (0 if k <= 0 else len(row.text))
+
+    def end_at(self, row: RowView, reason: str) -> int:
+        """The row ends now (a deadline, a cancel, the length limit, another guide's stop): a
+        name still being written that is not yet a whole member, or one whose answer is still
+        owed, is not shown — the text ends before the token that holds its dot (at
+        `return self.di|` with `sc` written: nothing) — and its record says what was cut. A
+        deadline or a cancel shows final text only, so there any name in progress is cut."""
+        dots = []
+        for e in self.late:                       # written before their answer came (a host
+            e[1].cut = e[2]                       # that settles has polled them by now)
+            dots.append(e[5])
+        if self.state in (NARROW, SPEC, FREE, PENDING) and self.record is not None:
+            nar = self.nar
+            typed = nar.typed if nar is not None else self.spec_typed
+            whole = reason not in ("deadline", "cancelled") and nar is not None \
+                and not nar.need and nar.fits(typed)
+            if not whole:
+                self.record.cut = typed
+                dots.append(self.dot_tokens)
+        return self._before_dot(row, min(dots)) if dots else len(row.text)
 
     def declined(self, row: RowView, proposal: Rollback) -> None:
         """A host that does not roll back (replay): the name stays; carry on as after a binding."""
