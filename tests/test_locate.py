@@ -196,6 +196,8 @@ def test_the_index_is_built_at_prewarm_and_refreshed_off_the_request_path(ws, ti
             req = {"input_prefix": prefix, "input_suffix": suffix, "prompt": "", "n_predict": 2}
             g = c.post("/infill", json=req).json()["groundcode"]
             assert g["grounded"] is True and g["locate"]["placed"] and g["locate"]["path"] == "shop/cart.py", g
+            h = c.get("/health").json()
+            assert h["locate"]["ready"] and h["locate"]["indexed"] >= 3 and not h["locate"]["capped"], h
             # a file written after the start is found once the locator's own thread rescans
             (root / "shop" / "fresh.py").write_text("class Fresh:\n    def distinctive_fresh_method(self):\n"
                                                    "        return self.something_else_entirely\n")
