@@ -30,7 +30,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Repository-aware code generation: static analysis guides the model.")
 
 
-from .console import _console, _quiet_libraries, analyzer_option, err, error  # noqa: E402,F401 (the CLI's console)
+from .console import (_console, _quiet_libraries, analysis_deadline, analysis_deadline_option,  # noqa: E402,F401
+                      analyzer_option, err, error, old_deadline_option)  # noqa: E402,F401 (the CLI's console)
 
 
 def _mount_subapps() -> None:
@@ -229,20 +230,8 @@ _PROMPT_CAP = typer.Option(1024, "--max-prompt-tokens", help="cap the prompt at 
 _STREAM = typer.Option(None, "--stream/--no-stream", help="show the completion as it is written "
                        "(default: when stdout is a terminal)")
 _NOMON = typer.Option(False, "--no-monitor", help="plain decoding (the baseline)")
-_DEADLINE = typer.Option(2.0, "--analysis-deadline", help="seconds per (warm) analysis call before failing "
-                         "open; the first, cold call may take up to 20 s (as `serve --analysis-deadline`)")
-_OLD_DEADLINE = typer.Option(None, "--deadline", hidden=True, help="deprecated: --analysis-deadline")
-
-
-def _analysis_deadline(value: float, old: Optional[float]) -> float:
-    """--analysis-deadline, or the deprecated --deadline it replaced here (in `serve` and `lsp`
-    --deadline is the request's deadline: one word, one meaning)."""
-    if old is None:
-        return value
-    err.print("[yellow]warning:[/yellow] --deadline is deprecated for complete and generate: it is "
-              "--analysis-deadline (seconds per analysis call); in serve and lsp --deadline is the "
-              "request's deadline", highlight=False)
-    return old
+_DEADLINE = analysis_deadline_option()
+_OLD_DEADLINE = old_deadline_option()
 _PRIV = typer.Option(False, "--hide-private", help="never suggest _private members")
 _NOSDK = typer.Option(False, "--no-sdk", help="boto3 clients: do not answer from botocore's service models (Jedi only)")
 _NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free (the keyword monitor checks "
@@ -314,7 +303,7 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              server: Optional[str] = _SERVER, no_server: bool = _NOSERVER,
              max_prompt_tokens: int = _PROMPT_CAP, old_deadline: Optional[float] = _OLD_DEADLINE) -> None:
     """Continue the code at a cursor (the rest of that line is replaced). Prints, never writes."""
-    deadline = _analysis_deadline(deadline, old_deadline)
+    deadline = analysis_deadline(deadline, old_deadline)
     from .api import cursor_context
     from .repo import parse_file_position
 
@@ -427,7 +416,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              old_deadline: Optional[float] = _OLD_DEADLINE) -> None:
     """Write a function's body from its signature and docstring or doc comment (Python,
     TypeScript, JavaScript; printed, not written back)."""
-    deadline = _analysis_deadline(deadline, old_deadline)
+    deadline = analysis_deadline(deadline, old_deadline)
     from .api import function_context
     from .repo import parse_file_function
 

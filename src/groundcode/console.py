@@ -54,3 +54,28 @@ def analyzer_option():
     return typer.Option("jedi", "--analyzer", envvar="GROUNDCODE_ANALYZER",
                         help="jedi, or a language server installed with `groundcode analyzers install NAME` "
                              "(ty, zuban, pyrefly, basedpyright, jedi-ls; `groundcode analyzers list`)")
+
+
+def analysis_deadline_option():
+    """`--analysis-deadline` of complete, generate, serve and lsp (one definition, one default)."""
+    import typer
+    return typer.Option(2.0, "--analysis-deadline", help="seconds per (warm) analysis call before "
+                        "its trigger fails open; the first, cold call may take up to 20 s")
+
+
+def old_deadline_option():
+    """complete's and generate's old `--deadline` (the analysis deadline): hidden, deprecated."""
+    import typer
+    return typer.Option(None, "--deadline", hidden=True, help="deprecated: --analysis-deadline")
+
+
+def analysis_deadline(value: float, old: float | None) -> float:
+    """--analysis-deadline, or the deprecated --deadline it replaced in complete and generate
+    (in serve and lsp --deadline is the request's deadline: one word, one meaning), with a
+    warning."""
+    if old is None:
+        return value
+    err.print("[yellow]warning:[/yellow] --deadline is deprecated for complete and generate: it is "
+              "--analysis-deadline (seconds per analysis call); in serve and lsp --deadline is the "
+              "request's deadline", highlight=False)
+    return old

@@ -18,7 +18,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import GroundcodeError
-from ..console import analyzer_option
+from ..console import analysis_deadline_option, analyzer_option
 
 
 def serve_cmd(
@@ -52,9 +52,7 @@ def serve_cmd(
                                    help="seconds per request, queue wait included (as `lsp "
                                         "--deadline`); the completion is cut there, before any "
                                         "name not yet checked (finish_reason deadline)"),
-    analysis_deadline: float = typer.Option(2.0, "--analysis-deadline",
-                                            help="seconds per (warm) analysis call before "
-                                                 "failing open"),
+    analysis_deadline: float = analysis_deadline_option(),
     max_prompt_tokens: int = typer.Option(1024, "--max-prompt-tokens",
                                           help="cap prompts at this many tokens, as `groundcode "
                                                "complete` does (0: the model's window); a request "

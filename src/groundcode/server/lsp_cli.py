@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ..console import analyzer_option
+from ..console import analysis_deadline_option, analyzer_option
 
 
 def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="registry name, tiny, a "
@@ -34,9 +34,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             deadline: float = typer.Option(30.0, "--deadline", help="seconds per request, as `serve "
                                            "--deadline`: the completion is cut there at a grounded "
                                            "boundary (finish_reason deadline)"),
-            analysis_deadline: float = typer.Option(2.0, "--analysis-deadline", help="seconds per "
-                                                    "(warm) analysis call before its trigger fails "
-                                                    "open, as `serve --analysis-deadline`"),
+            analysis_deadline: float = analysis_deadline_option(),
             python: Optional[Path] = typer.Option(None, "--python", help="the interpreter whose "
                                                   "installed libraries the analyzer sees (default: "
                                                   "the workspace's .venv, else this one)"),
