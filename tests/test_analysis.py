@@ -105,10 +105,14 @@ def test_hung_worker_process_is_killed_and_replaced(shop_repo):
     a.deadline_s = 0.3
     r = _members(a, "HANG" + code, f, line, col, receiver="h", cache_key=("hang",))
     assert r.failed == "timeout"
+    h = a.health()                              # the call runs past the deadline: degraded, why
+    assert h["status"] == "degraded" and "a call unanswered" in h["reason"], h
     time.sleep(1.1)
     a.deadline_s = 30
     r2 = _members(a, code, f, line, col, receiver="z", cache_key=("after",))
     assert a.restarts == 1 and r2.names == {"y"}
+    h = a.health()                              # the kill was recorded, the answer after it ended
+    assert a.health_state.total == 1 and h["status"] == "ok", h          # the degraded spell
     a.close()
 
 
