@@ -33,7 +33,7 @@ def _gc_private():
 
 _gc_private()
 
-_GC_ROOTS = {"numpy", "pandas", "scipy", "sklearn", "matplotlib", "PIL", "collections", "datetime",
+_GC_ROOTS = {"numpy", "pandas", "scipy", "sklearn", "matplotlib", "mpl_toolkits", "PIL", "collections", "datetime",
              "decimal", "fractions", "builtins", "copyreg", "_codecs", "pytz", "dateutil",
              "zoneinfo", "uuid", "enum", "functools", "torch", "tensorflow", "keras", "__main__"}
 _GC_DENY = ("pandas.io", "pandas.core.computation", "pandas.eval", "numpy.ctypeslib",
@@ -47,24 +47,27 @@ _GC_BUILTIN_TYPES = {"int", "float", "complex", "str", "bytes", "bytearray", "li
 # functions a pickled matplotlib figure names (callbacks, formatters); none writes or runs code
 _GC_FUNCS = {"matplotlib.axis.Axis._format_with_dict", "matplotlib.backend_bases._key_handler",
              "matplotlib.backend_bases._mouse_handler", "matplotlib.cbook._exception_printer",
-             "matplotlib.colorbar._remove_cbar_axes"}
+             "matplotlib.colorbar._remove_cbar_axes", "numpy.average", "numpy.min", "numpy.max",
+             "numpy.amin", "numpy.amax"}    # the last five: a 3D collection's z-sort
 # bound methods a figure's pickle takes with getattr (its callbacks and transforms); nothing else
 _GC_METHODS = {"delaxes", "pick", "_remove_legend", "_unit_change_handler", "_cbar_cla", "_get_view",
                "_set_view", "_set_view_from_bbox", "drag_pan", "_findoffset", "_set_nothing",
                "_set_tickdown", "_set_tickleft", "_set_tickright", "_set_tickup", "get_affine",
                "get_matrix", "inverted", "transform", "transform_affine", "transform_non_affine",
-               "transform_path", "transform_path_affine", "transform_path_non_affine"}
+               "transform_path", "transform_path_affine", "transform_path_non_affine",
+               "_button_press", "_button_release", "_on_move"}
 
 
 def _gc_getattr(obj, name):
     """getattr for a figure's pickle: a listed method of a matplotlib object (or list.remove)."""
     kind = type(obj).__module__ or ""
-    if (kind.startswith("matplotlib.") and name in _GC_METHODS) or (type(obj) is list and name == "remove"):
+    if (kind.startswith(("matplotlib.", "mpl_toolkits.")) and name in _GC_METHODS) or (
+            type(obj) is list and name == "remove"):
         return getattr(obj, name)
     raise AttributeError(f"{kind}.{type(obj).__name__}.{name} is not allowed back from the code under test")
 
 
-_GC_RECONSTRUCTORS = ("_reconstruct", "_reconstructor", "scalar", "_frombuffer", "_unpickle",
+_GC_RECONSTRUCTORS = ("_reconstruct", "_mareconstruct", "_reconstructor", "scalar", "_frombuffer", "_unpickle",
                       "_new_", "new_block", "encode", "_rebuild", "_gc_tensor", "_timedelta_unpickle")
 
 
