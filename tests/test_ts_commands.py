@@ -80,7 +80,7 @@ def test_generate_writes_a_grounded_typescript_body(ts, repo, tiny_lm, monkeypat
     monkeypatch.setattr("groundcode.models.load.load_model", lambda *a, **k: scripted)
     assert not list(repo.rglob("*.py"))
     r = CliRunner().invoke(app, ["generate", f"{repo}/src/cart.ts:Cart.add", "--repo", str(repo),
-                                 "--no-server", "--json", "-n", "24", "--deadline", "60"])
+                                 "--no-server", "--json", "-n", "24", "--analysis-deadline", "60"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout.strip().splitlines()[-1])
     assert d["scope"] == "Cart.add" and "count" not in d["completion"]
@@ -113,9 +113,15 @@ def test_the_structured_endpoint_writes_a_typescript_function(ts, tiny_lm):
     assert missing.status_code == 400 and "no function or method 'Cart.nope'" in missing.text
 
 
-def test_a_typescript_only_repository_is_a_repository(repo):
-    """--repo accepts a repository of any supported language; one with no source file is named."""
+def test_a_typescript_only_repository_is_a_repository(ts, repo, tiny_model_dir):
+    """--repo accepts a repository of any supported language (`complete src/cart.ts:9:25 --repo
+    DIR` said "holds no Python files"); one with no source file is named."""
     from groundcode.cli import _check_repo
+    r = CliRunner().invoke(app, ["complete", f"{repo}/src/cart.ts:9:25", "--repo", str(repo), "--model",
+                                 str(tiny_model_dir), "--no-server", "--json", "-n", "3", "--analysis-deadline", "60"])
+    assert r.exit_code == 0, r.output
+    (t,) = [t for t in json.loads(r.stdout.strip().splitlines()[-1])["triggers"] if t["receiver"] == "this.registry"]
+    assert t["analyzer"] == "typescript" and not t["failed_open"] and t["chosen"] in MEMBERS
     assert _check_repo(str(repo), repo / "src" / "cart.ts") == repo
     (repo / "notes").mkdir()
     (repo / "notes" / "a.txt").write_text("x")
