@@ -6,6 +6,7 @@ used is closed first) and none left open once unused for `idle_s`.
     pool[key] = analyzer                   # may close the least recently used ones (limit)
     pool.pin(key, analyzer)                # set_analyzer's: never closed by the pool
     pool.report()                          # [{name, root, pid, status, reason}, ...] (/health)
+    summary(pool.report())                 # {"status": "ok" | "degraded", "degraded": [...]}
     pool.close()                           # every analyzer, now
 
 Each analyzer is one process (a Jedi worker, a language server), so the bound on analyzers is
@@ -133,3 +134,10 @@ class AnalyzerPool:
                 out.append({"name": getattr(p, "name", type(p).__name__), "root": str(key[0]),
                             "pid": getattr(p, "pid", None), "status": h["status"], "reason": h["reason"]})
         return out
+
+
+def summary(report: list[dict]) -> dict:
+    """/health's `analysis`: degraded while an analyzer's questions fail open (hung, flooding,
+    crashing, restarting), each with its reason; the server itself stays up."""
+    bad = [{"name": a["name"], "root": a["root"], "reason": a["reason"]} for a in report if a["status"] != "ok"]
+    return {"status": "degraded" if bad else "ok", "degraded": bad}

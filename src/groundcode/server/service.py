@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..config import MonitorConfig, SamplingConfig
 from ..errors import GroundcodeError
+from ..analysis.pool import summary
 from .admission import Admission
 from .locate import some_python_files
 from .guard import ClientError, check_position, check_text, cursor_of, inside, readable_source
@@ -522,13 +523,7 @@ class Service:
         health (status ok | degraded, reason: analysis/health.py)."""
         return self.gen.analyzer_report()
 
-    @staticmethod
-    def analysis_status(analyzers: list[dict]) -> dict:
-        """/health's `analysis`: degraded while an analyzer's questions fail open (hung,
-        flooding, crashing, restarting), each with its reason; the server itself stays up."""
-        bad = [{"name": a["name"], "root": a["root"], "reason": a["reason"]} for a in analyzers
-               if a["status"] != "ok"]
-        return {"status": "degraded" if bad else "ok", "degraded": bad}
+    analysis_status = staticmethod(summary)        # /health's `analysis` (analysis/pool.py)
 
     def analyzer_pids(self) -> list[int]:
         """Worker processes of this server (the analyzers'), for /health and leak checks."""
