@@ -275,3 +275,24 @@ def test_a_name_after_a_dot_the_row_wrote_itself_is_cut_with_its_dot(tiny_lm, re
     assert g.finish_reason == limit, g
     assert g.completion.strip() in ("", "self"), g
     assert g.triggers[0].receiver == "self" and g.triggers[0].cut == "disc", g.triggers
+
+
+def test_a_cancel_inside_a_member_name_shows_nothing_of_it(tiny_lm, repo):
+    # the client cancels (a newer keystroke, $/cancelRequest) once the row holds `sc`
+    from groundcode.context import cursor_context
+    from groundcode.session import Request
+    text = _buffer(repo)
+    lines = text.splitlines()
+    ctx = cursor_context(repo / "shop" / "cart.py", len(lines), len(CURSOR_LINE), repo, text=text)
+    rules = DeadlineAt("sc", "ounts\n")
+    cancels = []
+
+    def cancel(jobs):
+        cancels.extend(jobs)
+        for job in jobs:
+            job.stream.cancel()
+    rules._cut = cancel
+    with _generator(tiny_lm, repo, rules) as gen:
+        g = gen.session.submit(Request(context=ctx, deadline_s=60)).result(60)[0]
+    assert cancels and g.finish_reason == "cancelled" and g.completion == "", g
+    _cut_record(g.triggers)
