@@ -39,8 +39,9 @@ class Health:
         self._told = False             # the degraded status was logged
 
     # -- what happens -----------------------------------------------------------------------
-    def busy(self, what: str) -> None:
-        self._busy = (what, time.monotonic())
+    def busy(self, what: str, since: float | None = None) -> None:
+        """An operation runs (since `since`, time.monotonic(); now by default)."""
+        self._busy = (what, time.monotonic() if since is None else since)
 
     def idle(self) -> None:
         self._busy = None
