@@ -11,8 +11,8 @@ Workspace (the served roots and their buffers), the admission limits and counter
     svc.prewarm(); svc.close()
 
 The request's deadline counts from its arrival: what the queue took is gone from decoding.
-Session and Workspace are the contract of notes/common.md; only this module touches them.
-Not here: wire shapes (wire.py), HTTP (app.py). Tested by tests/test_server_http.py.
+Only this module touches the Session and the Workspace. Not here: wire shapes (wire.py), HTTP
+(app.py), token-id prompts (token_prompt.py). Tested by tests/test_server_http.py.
 """
 from __future__ import annotations
 
@@ -30,11 +30,11 @@ from .admission import Admission
 from .locate import some_python_files
 from .guard import ClientError, check_position, check_text, cursor_of, inside, readable_source
 from .options import ServeOptions
+from .token_prompt import MAX_STOP, logit_bias, token_prompt
 from .schemas import CodeRequest, CompletionRequest, InfillRequest
 
 GRACE_S = 1.0                     # a request ends by its deadline plus this, whatever happens
 DEFAULT_INFILL_TOKENS = 128       # llama.vim's n_predict; used for n_predict: -1
-MAX_STOP = 32                     # OpenAI allows 4; Continue sends its template's and its own
 
 
 @dataclass
@@ -229,9 +229,9 @@ class Service:
                           ("frequency_penalty", b.frequency_penalty != 0)):
             if bad:
                 raise ClientError(f"{name} is not supported by groundcode (leave it at its default)")
-        bias = self._logit_bias(b.logit_bias)
+        bias = logit_bias(int(self.gen.vocab.size), b.logit_bias)
         if isinstance(prompt, list):              # token ids: the model as is (a remote back end)
-            return self._token_prompt(b, prompt, bias)
+            return Prepared(token_prompt(self, b, prompt, bias), False, None, "a prompt of token ids: plain decoding", n=b.n)
         if bias and b.groundcode is not None:
             raise ClientError("logit_bias goes with plain decoding, not with groundcode.path "
                               "(the grounding guides constrain the tokens themselves)")
@@ -300,39 +300,6 @@ class Service:
         where.update(placed=True, path=self.relative(found.path), line=found.line, column=found.column,
                      hits=found.hits)
         return (found.path, ctx), where
-
-    def _logit_bias(self, bias) -> tuple:
-        """OpenAI's logit_bias: token ids (as strings) of this model's vocabulary, biases in
-        [-100, 100]; ((id, bias), ...)."""
-        if not bias:
-            return ()
-        width = int(self.gen.vocab.size)
-        out = []
-        for k, v in bias.items():
-            if not str(k).isdigit() or not int(k) < width:
-                raise ClientError(f"logit_bias: {k!r} is not a token id of this model (0..{width - 1})")
-            if not -100 <= v <= 100:
-                raise ClientError(f"logit_bias[{k}]: {v} is outside [-100, 100]")
-            out.append((int(k), float(v)))
-        return tuple(out)
-
-    def _token_prompt(self, b: CompletionRequest, ids: list, bias: tuple) -> Prepared:
-        """`prompt: [token ids]`: decoded as is, with no prompt building and no grounding."""
-        width = int(self.gen.vocab.size)
-        if not ids or any(not isinstance(t, int) or not 0 <= t < width for t in ids):
-            raise ClientError(f"prompt: token ids must be integers in 0..{width - 1}")
-        if len(ids) + b.max_tokens > self.context_length:
-            raise ClientError(f"prompt: {len(ids)} tokens + max_tokens {b.max_tokens} exceed the "
-                              f"model's window ({self.context_length})")
-        if b.suffix or b.groundcode is not None:
-            raise ClientError("a prompt of token ids takes no suffix and no groundcode.path")
-        stop = [b.stop] if isinstance(b.stop, str) else list(b.stop or [])
-        if len(stop) > MAX_STOP or any(not s for s in stop):
-            raise ClientError(f"stop: at most {MAX_STOP} non-empty strings")
-        sampling = self._sampling(b.max_tokens, b.temperature, b.top_p, b.seed, n=b.n)
-        req = self._request(prompt_ids=tuple(ids), sampling=sampling, n=b.n, stop=tuple(stop),
-                            logit_bias=bias)
-        return Prepared(req, False, None, "a prompt of token ids: plain decoding", n=b.n)
 
     def infill(self, b: InfillRequest) -> Prepared:
         from ..decoding.prompt import PromptBlock
@@ -519,8 +486,7 @@ class Service:
         return [str(r) for r in self.workspace.trusted_roots()] if self.workspace is not None else []
 
     def analyzers(self) -> list[dict]:
-        """The analyzers this server runs: name, root, a language server's process id, and
-        health (status ok | degraded, reason: analysis/health.py)."""
+        """The analyzers: name, root, a server's pid, health (ok | degraded, reason: health.py)."""
         return self.gen.analyzer_report()
 
     analysis_status = staticmethod(summary)        # /health's `analysis` (analysis/pool.py)
