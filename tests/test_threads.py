@@ -96,8 +96,11 @@ def test_the_usage_of_other_processes_is_measured_without_this_ones(restore_thre
 
 
 def test_the_scheduler_sets_the_count_on_its_own_thread(restore_threads, tiny_lm):
-    """A request arrives while other processes keep one core busy (scripted): the scheduler
-    picks one thread, on its own thread (torch's count is per OS thread), before the forwards."""
+    """A request arrives on an idle machine, then one while other processes keep one core busy
+    (scripted): the scheduler sets two threads, then one, on its own thread (torch's count is per
+    OS thread), before the forwards. (Whatever the real machine did before the script starts —
+    on a loaded machine the generator's start may already have chosen one thread — the idle
+    request sets two, so the busy one must set one.)"""
     from groundcode.api import Generator
     from groundcode.config import SamplingConfig
     from groundcode.session import Request
@@ -110,11 +113,13 @@ def test_the_scheduler_sets_the_count_on_its_own_thread(restore_threads, tiny_lm
     with Generator(tiny_lm) as gen:
         sched = gen.session._sched
         assert sched.threads is not None                   # the tiny model runs on the CPU
-        sched.threads.cap, sched.threads.usage, sched.threads.every_s = 2, _Usage([1.2]), 0.0
+        sched.threads.cap, sched.threads.usage, sched.threads.every_s = 2, _Usage([0.0, 1.2]), 0.0
         torch.set_num_threads, saved = record, torch.set_num_threads
         try:
-            out = gen.session.submit(Request(prompt_text="def f():\n", sampling=SamplingConfig(max_new_tokens=2)))
-            list(out)
+            for _ in range(2):
+                list(gen.session.submit(Request(prompt_text="def f():\n",
+                                                sampling=SamplingConfig(max_new_tokens=2))))
         finally:
             torch.set_num_threads = saved
-    assert (1, "groundcode-scheduler") in calls and sched.threads.current == 1, calls
+    assert calls and calls[-1] == (1, "groundcode-scheduler") and sched.threads.current == 1, calls
+    assert all(name == "groundcode-scheduler" for _, name in calls), calls
