@@ -434,3 +434,22 @@ def test_a_slow_preparation_does_not_stall_the_running_rows(tiny_lm):
         assert seen >= 3, seen                  # it decoded on (before: nothing for 1.5 s)
         assert slow.result(30)[0].tokens > 0
         running.cancel()
+
+
+def test_closing_a_session_stops_its_loop_before_its_preparation_thread(tiny_lm):
+    """A session closed while its loop may still admit work (idle lookahead starts a job on the
+    preparation thread) shut the preparation thread first: the loop's next start raised 'cannot
+    schedule new futures after shutdown' and five failed turns were logged (seen when the editor
+    benchmark closed its sessions under load). The loop is joined first now, and a closing
+    session starts no lookahead."""
+    gen = _gen(tiny_lm)
+    with gen:
+        sess = Session(gen, lookahead=2)
+        sched = sess._sched
+        assert sess.submit(_plain(PROMPTS[0], n=4)).result(30)[0].tokens > 0
+        seen = []
+        real = sched._preparer.close
+        sched._preparer.close = lambda: (seen.append(sched._thread.is_alive()), real())
+        sess.close()
+        assert seen == [False]                 # the loop had ended when the pool was shut
+        assert sched.dead is None and sched.recovered == 0

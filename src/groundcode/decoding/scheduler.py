@@ -157,9 +157,9 @@ class Scheduler(Lookahead, Records):
         with _ALL_LOCK:
             _ALL.discard(self)
         self._closing = True
-        self._preparer.close()
         self._q.put(None)
         self._thread.join(timeout=60)
+        self._preparer.close()       # after the loop: a turn under way may still start a job
 
     # -- the loop -----------------------------------------------------------------------------
     def _run(self) -> None:
@@ -291,7 +291,7 @@ class Scheduler(Lookahead, Records):
             if job is None:
                 if not self._waiting:
                     # idle time (no request waiting or running): the next lookahead job
-                    if not self._ahead or any(r.job.ahead is None for r in self.batch.rows):
+                    if not self._ahead or self._closing or any(r.job.ahead is None for r in self.batch.rows):
                         return
                     if any(sched is not self and sched._busy() for sched in _schedulers()) or _machine_busy():
                         self.ahead_counts["dropped"] += len(self._ahead)   # another session
