@@ -6,6 +6,8 @@ loaded run), for three configurations in one run:
               or AMX CPU) and lookahead 2
   float32     --dtype float32, lookahead 2
   lookahead0  the serving dtype, lookahead 0
+  threads2    the default with torch's thread count fixed at 2 (GROUNDCODE_THREADS=2): the
+              thread choice before it followed the machine (models/threads.py), for comparison
 
     .venv/bin/python benchmarks/editor_latency_loaded.py [--functions 3] [--max-lines 6] [--quick]
         [--out benchmarks/results/editor_latency_loaded.json]
@@ -31,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SPIN = "import time\nend = time.time() + {s}\nwhile time.time() < end:\n    pass\n"
 
 
-def _run(args, name: str, extra: list, loaded: bool, tmp: Path) -> dict:
+def _run(args, name: str, extra: list, loaded: bool, tmp: Path, env: dict | None = None) -> dict:
     out = tmp / f"{name}-{'loaded' if loaded else 'idle'}.json"
     cmd = [sys.executable, str(ROOT / "benchmarks" / "editor_latency.py"), "--functions", str(args.functions),
            "--max-lines", str(args.max_lines), "--out", str(out), *extra]
@@ -45,7 +47,8 @@ def _run(args, name: str, extra: list, loaded: bool, tmp: Path) -> dict:
     load = os.getloadavg()[0]
     t0 = time.time()
     try:
-        subprocess.run(cmd, check=True, timeout=args.max_seconds, stdout=subprocess.DEVNULL)
+        subprocess.run(cmd, check=True, timeout=args.max_seconds, stdout=subprocess.DEVNULL,
+                       env={**os.environ, **(env or {})})
     finally:
         for p in spinners:
             p.kill()
@@ -53,6 +56,7 @@ def _run(args, name: str, extra: list, loaded: bool, tmp: Path) -> dict:
             p.wait()
     d = json.loads(out.read_text())
     row = {"config": name, "condition": "loaded" if loaded else "idle", "dtype": d["dtype"],
+           "threads": (env or {}).get("GROUNDCODE_THREADS", "follow the machine"),
            "lookahead": d["lookahead"], "load_avg_start": round(load, 2), "wall_s": round(time.time() - t0, 1)}
     for g in ("grounded", "plain"):
         s = d["patient"][g]
@@ -74,12 +78,13 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.functions, args.max_lines = 1, 3
-    configs = [("default", []), ("float32", ["--dtype", "float32"]), ("lookahead0", ["--lookahead", "0"])]
+    configs = [("default", [], None), ("float32", ["--dtype", "float32"], None),
+               ("lookahead0", ["--lookahead", "0"], None), ("threads2", [], {"GROUNDCODE_THREADS": "2"})]
     rows = []
     with tempfile.TemporaryDirectory(prefix="gc-editor-loaded-") as tmp:
         rows.append(_run(args, "default", [], False, Path(tmp)))
-        for name, extra in configs:
-            rows.append(_run(args, name, extra, True, Path(tmp)))
+        for name, extra, env in configs:
+            rows.append(_run(args, name, extra, True, Path(tmp), env))
     idle = rows[0]["grounded"]
     loaded = [r for r in rows if r["condition"] == "loaded"]
     goals = {"idle_first_token_p50_le_100ms": idle["first_token_p50"] is not None and idle["first_token_p50"] <= 100,
