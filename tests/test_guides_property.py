@@ -1,5 +1,5 @@
 """A property of every guide the registry can build (heal, body_end, stop_at, stop_strings,
-repetition, dereference, keywords, toolcall), alone and all together: driven like the engine
+repetition, dereference, keywords, names, toolcall), alone and all together: driven like the engine
 (checkpoints.py: a snapshot per token, a cut restores every guide) through random token
 sequences with random cuts, a guide that was cut back and fed the same tokens again says exactly
 what a fresh guide fed only those tokens says — masks, checks, rollback proposals, stops,
@@ -64,7 +64,7 @@ def _ctx(ts: bool = False):
 
 def _build(names, stop: str, owed: str, ts: bool = False) -> list:
     analyzer = Analyzer()
-    gen = SimpleNamespace(monitor=MonitorConfig(enabled=True, keywords=True), waits=WaitPolicy(),
+    gen = SimpleNamespace(monitor=MonitorConfig(enabled=True, keywords=True, names=True), waits=WaitPolicy(),
                           analyzer_for=lambda ctx: analyzer,
                           tool_guide=lambda ctx: ToolCallGuide(analyzer, T["<COMP>"], threshold=0.5))
     spec = registry.GuideSpec(gen, _ctx(ts), SimpleNamespace(owed=owed), SamplingConfig(stop=stop),
@@ -74,10 +74,10 @@ def _build(names, stop: str, owed: str, ts: bool = False) -> list:
 
 def _kinds():
     """Every guide by name (built alone), and all together; then those of a TypeScript body."""
-    full = _build(("dereference", "keywords", "toolcall"), "statement", " ")
+    full = _build(("dereference", "keywords", "names", "toolcall"), "statement", " ")
     names = [type(g).__name__ for g in full]
     assert {"Heal", "BodyEnd", "StopAt", "StopStrings", "RepetitionStop", "DereferenceMonitor",
-            "KeywordArgMonitor", "ToolCallGuide"} <= set(names), names
+            "KeywordArgMonitor", "NamesMonitor", "ToolCallGuide"} <= set(names), names
     ts = [type(g).__name__ for g in _build(("dereference",), "block", " ", ts=True)]
     assert {"BraceEnd", "DereferenceMonitor"} <= set(ts) and "BodyEnd" not in ts, ts
     return [(n, i, False) for i, n in enumerate(names)] + [("all", None, False)] + \
@@ -88,7 +88,7 @@ KINDS = _kinds()
 
 
 def _start(which, ts: bool = False):
-    gs = _build(("dereference", "keywords", "toolcall"), "statement", " ") if not ts else \
+    gs = _build(("dereference", "keywords", "names", "toolcall"), "statement", " ") if not ts else \
         _build(("dereference",), "block", " ", ts=True)
     if which is not None:
         gs = [gs[which]]

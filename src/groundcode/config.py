@@ -41,6 +41,10 @@ class MonitorConfig:
                                    # not on timing, load or what the process ran before
     sdk: bool = True               # boto3 clients: botocore's models answer before Jedi (needs botocore)
     keywords: bool = True          # keyword arguments of calls with a known signature are constrained
+    names: bool = False            # opt-in (Python): every name a line reads exists and every
+                                   # import resolves, checked once the line is complete; a
+                                   # missing one is redone under the names that exist
+                                   # (decoding/guides/names.py)
     call_sites: bool = False       # an unannotated parameter is asked about: Jedi types it from the
                                    # function's call sites in the repository (off: it fails open as
                                    # "inferred", since a caller the repository lacks may pass another type;

@@ -68,6 +68,8 @@ class TriggerRecord:
     vocabulary: str | None = None      # the type was unknown (this reason): the name was held
                                        # to the project's member vocabulary instead of failing open
     trusted: bool = False              # the analyzer's root is trusted: its own venv may run (trust.py)
+    kind: str = "member"               # what was checked: "member" (after a dot), "name" (read
+                                       # from scope), "import" (a module or a name it exports)
     cut: str | None = None             # the row ended (deadline, cancel, length) inside this
                                        # trigger's name: the part written, not shown (the text
                                        # ends before the receiver's dot)

@@ -14,6 +14,7 @@ leave nothing allowed is dropped for that step, masking.combine):
     repetition    stop a row caught in a loop, one copy kept (repetition.py)     (implied)
     dereference   after `expr.` only members of expr (the MGD monitor)
     keywords      keyword arguments of calls with a known signature
+    names         names read and modules imported exist (Python; names.py)
     toolcall      ToolGen's tool token (<COMP>) or zero-shot entropy trigger
 
 The implied guides carry the prompt's and the request's own semantics: they are always built
@@ -55,6 +56,8 @@ def default_names(monitor, tools) -> tuple:
         names.append("dereference")
         if monitor.keywords:
             names.append("keywords")
+        if monitor.names:
+            names.append("names")
     if tools.enabled:
         names.append("toolcall")
     return tuple(names)
@@ -131,6 +134,18 @@ def _keywords(s: GuideSpec):
     if not s.row_ctx.language.heuristics:       # Python's keyword arguments (its lexer, its calls)
         return None
     return KeywordArgMonitor(s.generator.analyzer_for(s.row_ctx))
+
+
+@register("names")
+def _names(s: GuideSpec):
+    from .names import NamesMonitor
+    ctx = s.row_ctx
+    if not ctx.language.heuristics:             # Python's scopes and modules
+        return None
+    g = s.generator
+    m = g.monitor
+    return NamesMonitor(g.analyzer_for(ctx), waits=None if m.reproducible else g.waits,
+                        reproducible=m.reproducible)
 
 
 @register("toolcall")

@@ -1,0 +1,296 @@
+"""Which Python modules an import may name, read from the file system alone: the names monitor's
+module index. Nothing is imported and no interpreter runs (a repository's own code, its
+`.pth` files and its interpreter are never executed: docs/ANALYZERS.md, "what runs when").
+
+    index = module_index(repo, python)      # cached per (repo, interpreter)
+    index.resolve("a.b", path)              # Resolved(kind, where, why) for `import a.b` from
+                                            # the file `path` (relative imports resolve against it)
+    index.top_level()                       # every top-level module name it can see
+    index.exports(resolved)                 # the names `from a.b import ...` may take, or None
+                                            # (unknown: an extension module, `__getattr__`, ...)
+
+Where it looks: the standard library (sys.stdlib_module_names and the builtin modules); the
+repository's own modules (its root, `src/`, `lib/`, and every directory of it that holds Python
+files: tests importing siblings, namespace packages); the site-packages of the interpreter the
+analyzer sees (`python`: the trusted root's venv, else the interpreter groundcode runs), with
+the directories their `.pth` files name and the packages their editable-install finders map.
+A `.pth` line that runs code (`import ...`) is never run; where it may add modules unseen, an
+unknown module fails open ("import hook") rather than being blocked.
+Test: tests/test_names_monitor.py.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import sysconfig
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .python_scope import file_names, opaque
+
+_EXTS = (".py", ".pyi", ".pyc")
+_NATIVE = re.compile(r"\.(?:cpython|abi3|pypy)[^/]*\.(?:so|pyd)$|\.(?:so|pyd)$")
+_MAPPING = re.compile(r"MAPPING\s*(?::[^=]*)?=\s*\{([^}]*)\}")
+_KNOWN_HOOKS = ("__editable__", "_distutils_hack", "_virtualenv")
+_SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".tox", ".nox",
+                        ".mypy_cache", ".pytest_cache", "build", "dist", ".eggs"})
+
+
+@dataclass(frozen=True)
+class Resolved:
+    kind: str                  # "found", "missing", "unknown" (cannot tell: fail open)
+    where: Path | None = None  # the module's file (package: its __init__) or directory
+    why: str = ""              # unknown: why; missing: which part is missing
+    package: Path | None = None    # a package's directory (for its submodules)
+    stdlib: bool = False
+
+
+def _entries(d: Path) -> dict[str, Path]:
+    """Module names directly in directory `d` -> their path (package dir, module file)."""
+    out: dict[str, Path] = {}
+    try:
+        it = list(os.scandir(d))
+    except OSError:
+        return out
+    for e in it:
+        name = e.name
+        if e.is_dir(follow_symlinks=True):
+            if name.isidentifier() and name not in _SKIP_DIRS:
+                out.setdefault(name, Path(e.path))
+        elif name.endswith(_EXTS):
+            stem = name.rsplit(".", 1)[0]
+            if stem.isidentifier():
+                out.setdefault(stem, Path(e.path))
+        elif _NATIVE.search(name):
+            stem = name.split(".", 1)[0]
+            if stem.isidentifier():
+                out.setdefault(stem, Path(e.path))
+    return out
+
+
+def _site_dirs(python: Path | None) -> list[Path]:
+    """The site-packages directories of `python` (None: the running interpreter), read from the
+    file system: lib/python3*/site-packages under its prefix."""
+    if python is None or Path(python).resolve() == Path(sys.executable).resolve():
+        paths = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+        paths.update(p for p in sys.path if p.endswith("site-packages"))
+        return [Path(p) for p in sorted(paths) if Path(p).is_dir()]
+    prefix = Path(python).parent.parent
+    return sorted({*prefix.glob("lib/python3*/site-packages"), *prefix.glob("lib64/python3*/site-packages"),
+                   *prefix.glob("Lib/site-packages")})
+
+
+class ModuleIndex:
+    def __init__(self, repo: Path | None, python: Path | None = None):
+        self.repo = Path(repo) if repo else None
+        self.stdlib = frozenset(getattr(sys, "stdlib_module_names", ())) | frozenset(sys.builtin_module_names)
+        self.stdlib_dir = Path(sysconfig.get_paths()["stdlib"])
+        self.hooks = False             # a .pth runs code that may add modules we cannot see
+        self.roots: list[Path] = []    # where top-level modules live, in search order
+        self._top: dict[str, list[Path]] = {}
+        self._lock = threading.Lock()
+        self._built = False
+        self.python = python
+
+    # -- building (lazy: the first import a row checks) ---------------------------------------
+    def _build(self) -> None:
+        with self._lock:
+            if self._built:
+                return
+            roots: list[Path] = []
+            if self.repo is not None and self.repo.is_dir():
+                roots.append(self.repo)
+                for sub in ("src", "lib", "python"):
+                    if (self.repo / sub).is_dir():
+                        roots.append(self.repo / sub)
+                roots.extend(self._repo_dirs())
+            for key in ("stdlib", "platstdlib"):
+                roots.append(Path(sysconfig.get_paths()[key]))
+            roots.extend(Path(p) for p in sys.path if p.endswith("lib-dynload"))
+            mapped: dict[str, Path] = {}
+            sites = list(_site_dirs(self.python))
+            if self.repo is not None:     # the repository's own venv, read as files (never run)
+                for venv in (".venv", "venv", "env"):
+                    if (self.repo / venv / "pyvenv.cfg").is_file():
+                        sites += _site_dirs(self.repo / venv / "bin" / "python")
+            for site in dict.fromkeys(sites):
+                roots.append(site)
+                for pth in sorted(site.glob("*.pth")):
+                    self._read_pth(site, pth, roots)
+                for finder in site.glob("__editable__*finder.py"):
+                    mapped.update(self._read_finder(finder))
+            self.roots = list(dict.fromkeys(roots))
+            top: dict[str, list[Path]] = {}
+            for r in self.roots:
+                for name, p in _entries(r).items():
+                    top.setdefault(name, []).append(p)
+            for name, p in mapped.items():
+                top.setdefault(name, []).insert(0, p)
+            self._top = top
+            self._built = True
+
+    def _repo_dirs(self, limit: int = 2000) -> list[Path]:
+        """Directories of the repository that hold Python files but are not packages' insides:
+        scripts and tests import their siblings by bare name."""
+        out, seen = [], 0
+        for dirpath, dirnames, filenames in os.walk(self.repo):
+            dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+            seen += 1
+            if seen > limit:
+                break
+            if any(f.endswith(".py") for f in filenames) and "__init__.py" not in filenames:
+                out.append(Path(dirpath))
+        return out
+
+    def _read_pth(self, site: Path, pth: Path, roots: list) -> None:
+        try:
+            lines = pth.read_text(errors="replace").splitlines()
+        except OSError:
+            return
+        for line in lines:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith(("import ", "import\t")):
+                # editable finders are read from their files; setuptools' distutils shim and
+                # virtualenv's patch add no module names (distutils is the standard library's)
+                if not any(k in line for k in _KNOWN_HOOKS):
+                    self.hooks = True
+                continue
+            d = (site / line) if not os.path.isabs(line) else Path(line)
+            if d.is_dir():
+                roots.append(d)
+
+    @staticmethod
+    def _read_finder(finder: Path) -> dict[str, Path]:
+        try:
+            m = _MAPPING.search(finder.read_text(errors="replace"))
+        except OSError:
+            return {}
+        if not m:
+            return {}
+        return {k: Path(v) for k, v in re.findall(r"['\"]([\w.]+)['\"]\s*:\s*['\"]([^'\"]+)['\"]", m.group(1))
+                if "." not in k}
+
+    # -- questions ----------------------------------------------------------------------------
+    def top_level(self) -> frozenset:
+        self._build()
+        return frozenset(self._top) | self.stdlib
+
+    def submodules(self, package: Path) -> frozenset:
+        return frozenset(_entries(package))
+
+    def resolve(self, module: str, path: Path | None = None) -> Resolved:
+        """Where `import module` (as written in the file `path`) leads."""
+        self._build()
+        level = len(module) - len(module.lstrip("."))
+        parts = [p for p in module[level:].split(".") if p]
+        if level:
+            if path is None:
+                return Resolved("unknown", why="relative import without a file")
+            base = Path(path).parent
+            for _ in range(level - 1):
+                base = base.parent
+            if not parts:
+                return Resolved("found", where=base / "__init__.py", package=base)
+            here = _entries(base)
+            first = here.get(parts[0])
+            if first is None:
+                return Resolved("missing", why=parts[0])
+            return self._descend(first, parts[1:], parts[0])
+        if not parts:
+            return Resolved("unknown", why="empty")
+        head = parts[0]
+        found = self._top.get(head) or self._look_again(head)
+        if not found:
+            if head in self.stdlib:
+                return Resolved("unknown", why="builtin module", stdlib=True)
+            if self.hooks:
+                return Resolved("unknown", why="import hook")
+            return Resolved("missing", why=head)
+        res = self._descend(found[0], parts[1:], head)
+        if res.kind == "missing" and len(found) > 1:     # a namespace package split over roots
+            return Resolved("unknown", why="namespace package")
+        return res
+
+    def _look_again(self, head: str) -> list[Path]:
+        """A module the index does not list may have been created since it was built: look for
+        it in every root before calling it missing."""
+        for r in self.roots:
+            for cand in (r / head, r / f"{head}.py", r / f"{head}.pyi"):
+                if cand.exists() and (cand.is_file() or cand.is_dir()):
+                    self._top.setdefault(head, []).append(cand)
+                    return self._top[head]
+        return []
+
+    def _descend(self, first: Path, rest: list[str], name: str) -> Resolved:
+        cur = first
+        for i, part in enumerate(rest):
+            if not cur.is_dir():
+                # a module file's attribute (`os.path`): an import of a non-package fails at run
+                # time unless the module puts it in sys.modules; never blocked
+                return Resolved("unknown", why=f"{name} is not a package")
+            nxt = _entries(cur).get(part)
+            if nxt is None:
+                init = cur / "__init__.py"
+                if init.is_file() and _dynamic(init):
+                    return Resolved("unknown", why=f"{name} builds its modules")
+                return Resolved("missing", why=".".join([name, *rest[: i + 1]]))
+            cur, name = nxt, f"{name}.{part}"
+        if cur.is_dir():
+            init = next((cur / f"__init__{e}" for e in (".py", ".pyi") if (cur / f"__init__{e}").is_file()), None)
+            return Resolved("found", where=init, package=cur)
+        return Resolved("found", where=cur)
+
+    def exports(self, res: Resolved) -> frozenset | None:
+        """The names `from <module> import name` may take: the module file's names (a superset,
+        file_names) and a package's submodules; None where that cannot be told (an extension
+        module, a module with `__getattr__`, star imports, no source)."""
+        names: set[str] = set()
+        if res.package is not None:
+            names |= self.submodules(res.package)
+        where = res.where
+        if where is None:
+            return frozenset(names) if res.package is not None else None
+        if where.suffix not in (".py", ".pyi"):
+            return None
+        try:
+            code = where.read_text(errors="replace")
+        except OSError:
+            return None
+        if opaque(code) or re.search(r"^def __getattr__\b", code, re.M):
+            return None
+        stub = where.with_suffix(".pyi")
+        if where.suffix == ".py" and stub.is_file():      # a stub beside the module: both count
+            try:
+                names |= file_names(stub.read_text(errors="replace"))
+            except OSError:
+                pass
+        return frozenset(names | file_names(code))
+
+
+def _dynamic(init: Path) -> bool:
+    try:
+        code = init.read_text(errors="replace")
+    except OSError:
+        return True
+    return bool(re.search(r"sys\.modules\s*\[|^def __getattr__\b|__path__", code, re.M))
+
+
+_CACHE: dict[tuple, ModuleIndex] = {}
+
+
+def module_index(repo, python=None) -> ModuleIndex:
+    """One index per (repository, interpreter), kept for the process: an editor's rows share
+    it. (A module created later in the repository is seen by a new index: `forget()`.)"""
+    key = (str(repo) if repo else "", str(python) if python else "")
+    idx = _CACHE.get(key)
+    if idx is None:
+        idx = _CACHE[key] = ModuleIndex(repo, python)
+    return idx
+
+
+def forget() -> None:
+    _CACHE.clear()

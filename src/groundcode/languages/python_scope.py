@@ -1,0 +1,232 @@
+"""Which names a Python completion may read: the names monitor's reading of Python. Knows no
+analyzer, no tokens and no tensors.
+
+    names = file_names(before + after)   # every name the file may bind (a superset: any
+                                         # identifier it writes outside a dot, a string, a
+                                         # comment or a call's `key=`)
+    why = opaque(code)                   # "star import", "globals()", ... : a name may exist
+                                         # that no reading of the text can see (None: none)
+    uses = line_uses(line)               # one logical line read by parso: the names it loads
+                                         # (name, offset), the names it binds, its imports
+    IMPLICIT                             # builtins and module/class implicit names
+
+A superset errs on the side of letting a name through: a name bound anywhere in the file (a
+function defined below its caller, a conditional import, a name shadowed in another scope) is
+never blocked; what is blocked is a name the file never binds and the builtins do not hold. A
+line parso cannot read without error (unfinished code, `match` statements: parso 0.8 predates
+them) is not judged (`uses.ok` False): the monitor fails open there, never blocks.
+Test: tests/test_names_monitor.py.
+"""
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import parso
+
+from ..pycode import lex
+
+IMPLICIT = frozenset(dir(builtins)) | frozenset({
+    "__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
+    "__path__", "__annotations__", "__class__", "__qualname__", "__module__", "__dict__",
+    "__cached__", "__debug__", "__all__", "__version__"})
+# words that may stand where a name loads (`x = None`, `if not y`): written freely, never checked
+EXPRESSION_WORDS = frozenset({"True", "False", "None", "not", "lambda", "await", "yield", "await"})
+WORDS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
+
+_OPAQUE = (
+    (re.compile(r"\bfrom[ \t]+\.*[\w.]*[ \t]+import[ \t]+\(?[ \t]*\*"), "star import"),
+    (re.compile(r"\bglobals\s*\(\s*\)"), "globals()"),
+    (re.compile(r"\b(?:exec|execfile)\s*\("), "exec()"),
+    (re.compile(r"\b__builtins__\b|\bbuiltins\s*\.\s*\w+\s*=|setattr\s*\(\s*builtins\b"), "builtins written"),
+)
+_IMPORT_PARTS = frozenset({"dotted_name", "import_from", "import_name", "dotted_as_name",
+                           "dotted_as_names", "import_as_name", "import_as_names"})
+_UNPARSED_START = re.compile(r"(?:match|case)\b(?![ \t]*[=.,)\]:(\[])")
+_HEADERS = {"elif": "if 1:\n pass\n", "else": "if 1:\n pass\n", "except": "try:\n pass\n",
+            "finally": "try:\n pass\n"}
+
+
+def opaque(code: str) -> str | None:
+    """Why a name may exist that the text does not bind (star imports, `globals()`, exec,
+    writes into builtins), or None. Read on the code outside strings and comments."""
+    plain = _code_only(code)
+    for pattern, why in _OPAQUE:
+        if pattern.search(plain):
+            return why
+    return None
+
+
+def _code_only(code: str) -> str:
+    """`code` with its strings and comments blanked (offsets kept)."""
+    parts, last = [], 0
+    for kind, s, e in lex(code):
+        if kind in ("string", "comment"):
+            parts.append(code[last:s])
+            parts.append(" " * (e - s))
+            last = e
+    parts.append(code[last:])
+    return "".join(parts)
+
+
+@lru_cache(maxsize=32)
+def file_names(code: str) -> frozenset:
+    """Every identifier `code` writes outside a dot (`x.name`), a string, a comment and a call's
+    keyword (`f(name=...)`): a superset of the names the file binds (module, class and function
+    scopes alike). Cached: an editor's rows of one file share it."""
+    out: set[str] = set()
+    toks = [(k, code[s:e]) for k, s, e in lex(code) if k not in ("ws", "comment")]
+    stack: list[str] = []                 # the open brackets: "call", "def" (a def's parameters) or "group"
+    for i, (kind, t) in enumerate(toks):
+        prev = toks[i - 1][1] if i else ""
+        if kind == "op":
+            if t in "([{":
+                if t == "(" and i >= 2 and toks[i - 2][1] in ("def", "class"):
+                    stack.append("def")
+                elif t == "(" and i and (toks[i - 1][0] == "name" and toks[i - 1][1] not in WORDS
+                                          or prev in (")", "]")):
+                    stack.append("call")
+                else:
+                    stack.append("group")
+            elif t in ")]}" and stack:
+                stack.pop()
+            continue
+        if kind != "name" or prev == ".":
+            continue
+        nxt = toks[i + 1][1] if i + 1 < len(toks) else ""
+        if stack and stack[-1] == "call" and nxt == "=" and prev in ("(", ","):
+            continue                      # f(key=...): a parameter's name, not a name in scope
+        out.add(t)
+    return frozenset(out)
+
+
+@dataclass
+class LineUses:
+    ok: bool = True                      # parso read the line without error
+    loads: list = field(default_factory=list)      # (name, offset) read from scope, in order
+    binds: set = field(default_factory=set)        # names the line binds
+    imports: list = field(default_factory=list)    # ImportUse, in order
+    why: str | None = None               # why not ok
+
+
+@dataclass
+class ImportUse:
+    """One import statement: `module` as written (dots of a relative import included), at
+    `offset`; `names` the (name, offset) it takes from the module (`from m import a, b`),
+    empty for `import m`."""
+    module: str
+    offset: int
+    names: list = field(default_factory=list)
+    parts: list = field(default_factory=list)     # (part, offset) of the module's dotted name
+
+
+def _wrap(line: str) -> tuple[str, str, str]:
+    """(head, body, tail): what parso reads is head + body + tail; body is the line itself."""
+    word = re.match(r"[A-Za-z_]\w*", line)
+    head = _HEADERS.get(word.group(0), "") if word else ""
+    code = _code_only(line).rstrip()
+    tail = ""
+    if code.endswith(":"):
+        tail = "\n pass"
+    elif code.startswith("@"):
+        tail = "\ndef _(): pass"
+    return head, line, tail
+
+
+def line_uses(line: str) -> LineUses:
+    """Read one logical line (its first line's indentation stripped by the caller or not: it is
+    stripped here, offsets stay offsets into `line`)."""
+    stripped = line.lstrip(" \t")
+    shift = len(line) - len(stripped)
+    if not stripped.strip() or stripped.lstrip().startswith("#"):
+        return LineUses()
+    if _UNPARSED_START.match(stripped):
+        return LineUses(ok=False, why="match statement")
+    head, body, tail = _wrap(stripped.rstrip("\r\n"))
+    src = head + body + tail
+    module = parso.parse(src, error_recovery=True)
+    starts = [0]
+    for m in re.finditer(r"\r\n|\r|\n", src):
+        starts.append(m.end())
+    base = len(head)
+
+    def offset(leaf) -> int:
+        ln, col = leaf.start_pos
+        return starts[ln - 1] + col - base + shift
+
+    uses = LineUses()
+    limit = len(body)
+    for leaf in _leaves(module):
+        if leaf.type in ("error_leaf", "error_node") or _in_error(leaf):
+            if 0 <= offset(leaf) - shift < limit:
+                return LineUses(ok=False, why="does not parse")
+            continue
+        if leaf.type != "name" or not (0 <= offset(leaf) - shift < limit):
+            continue
+        parent = leaf.parent
+        if leaf.is_definition() or parent.type in ("global_stmt", "nonlocal_stmt"):
+            uses.binds.add(leaf.value)
+            continue
+        prev = leaf.get_previous_leaf()
+        if prev is not None and prev.value == "." and parent.type not in _IMPORT_PARTS:
+            continue                      # a member: the dereference monitor's
+        if parent.type in _IMPORT_PARTS:
+            continue                      # a module's name: read as an import below
+        if parent.type == "argument" and parent.children[0] is leaf and len(parent.children) > 1 \
+                and parent.children[1].type == "operator" and parent.children[1].value == "=":
+            continue                      # f(key=...)
+        if parent.type in ("fstring_conversion",):
+            continue
+        uses.loads.append((leaf.value, offset(leaf)))
+    for node in _imports(module):
+        for use in _import_uses(node, offset):
+            if 0 <= use.offset - shift < limit:
+                uses.imports.append(use)
+    return uses
+
+
+def _leaves(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kids = getattr(n, "children", None)
+        if kids is None:
+            yield n
+        else:
+            if n.type == "error_node":
+                yield n
+            stack.extend(reversed(kids))
+
+
+def _in_error(leaf) -> bool:
+    p = leaf.parent
+    while p is not None:
+        if p.type == "error_node":
+            return True
+        p = p.parent
+    return False
+
+
+def _imports(module):
+    stack = [module]
+    while stack:
+        n = stack.pop()
+        if n.type in ("import_name", "import_from"):
+            yield n
+            continue
+        stack.extend(getattr(n, "children", ()))
+
+
+def _import_uses(node, offset) -> list[ImportUse]:
+    if node.type == "import_name":        # `import a.b as c, d`: one ImportUse per dotted name
+        return [ImportUse(".".join(p.value for p in path), offset(path[0]),
+                          parts=[(p.value, offset(p)) for p in path]) for path in node.get_paths()]
+    paths = node.get_from_names()
+    module = "." * node.level + ".".join(p.value for p in paths)
+    names = [(name.value, offset(name)) for name, _alias in node._as_name_tuples() if name.value != "*"] \
+        if not node.is_star_import() else []
+    start = offset(paths[0]) if paths else offset(node.children[1])
+    return [ImportUse(module, start, names=names, parts=[(p.value, offset(p)) for p in paths])]

@@ -1,0 +1,185 @@
+"""The names monitor (issue 40): a name a line reads must exist and an import must resolve;
+binding positions are free; where the text cannot tell, it fails open and says why."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from groundcode.config import MonitorConfig, SamplingConfig
+from groundcode.context import cursor_context
+from groundcode.languages.python_modules import ModuleIndex
+from groundcode.languages.python_scope import file_names, line_uses, opaque
+
+
+# -- reading Python --------------------------------------------------------------------------
+@pytest.mark.parametrize("line, loads, binds", [
+    ("x = foo(a, key=b) + self.y\n", ["foo", "a", "b", "self"], {"x"}),
+    ("for i, (j, k) in pairs:", ["pairs"], {"i", "j", "k"}),
+    ("with open(p) as fh:", ["open", "p"], {"fh"}),
+    ("except ValueError as err:", ["ValueError"], {"err"}),
+    ("def g(a, *b, c=d, **e) -> T:", ["d", "T"], {"g", "a", "b", "c", "e"}),
+    ("lambda q, r=2: q + r + s", ["q", "r", "s"], {"q", "r"}),
+    ("total: int = 0", ["int"], {"total"}),
+    ("(n := len(xs))", ["len", "xs"], {"n"}),
+    ("global counter", [], {"counter"}),
+    ('print(f"{value!r:>{width}}")', ["print", "value", "width"], set()),
+    ("import os.path as p, sys", [], {"p", "sys"}),
+])
+def test_line_uses_reads_loads_and_bindings(line, loads, binds):
+    u = line_uses(line)
+    assert u.ok
+    assert [n for n, _ in u.loads] == loads
+    assert u.binds == binds
+    for name, off in u.loads:
+        assert line[off:off + len(name)] == name
+
+
+@pytest.mark.parametrize("line, why", [("x = f(a, b=c", "does not parse"), ("case Point(x=1):", "match statement")])
+def test_a_line_that_does_not_parse_is_not_judged(line, why):
+    u = line_uses(line)
+    assert not u.ok and u.why == why and not u.loads
+
+
+def test_imports_are_read_with_their_parts_and_names():
+    u = line_uses("from ..pkg.mod import (alpha,\n    beta as b)")
+    (imp,) = u.imports
+    assert imp.module == "..pkg.mod" and [n for n, _ in imp.names] == ["alpha", "beta"]
+    assert [p for p, _ in imp.parts] == ["pkg", "mod"]
+
+
+def test_file_names_is_a_superset_of_bindings_without_members_and_call_keywords():
+    code = "import os\nx = f(key=1)\ndef g(a, b=2):\n    return a.member + later()\ndef later(): pass\n"
+    names = file_names(code)
+    assert {"os", "x", "f", "g", "a", "b", "later"} <= names
+    assert "member" not in names and "key" not in names
+
+
+@pytest.mark.parametrize("code, why", [("from x import *\n", "star import"), ("globals()['a'] = 1\n", "globals()"),
+                                       ("exec(src)\n", "exec()"), ("s = 'from x import *'\n", None)])
+def test_opaque_files_say_why(code, why):
+    assert opaque(code) == why
+
+
+# -- the module index -------------------------------------------------------------------------
+@pytest.fixture()
+def proj(tmp_path):
+    root = tmp_path / "proj"
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("from .core import Engine\nVERSION = 1\n")
+    (root / "pkg" / "core.py").write_text("class Engine:\n    pass\n\ndef start(): pass\n")
+    (root / "pkg" / "sub" / "__init__.py").write_text("")
+    (root / "pkg" / "lazy.py").write_text("def __getattr__(name):\n    return name\n")
+    (root / "scripts").mkdir()
+    (root / "scripts" / "helper.py").write_text("def assist(): pass\n")
+    return root
+
+
+def test_module_index_resolves_the_workspace_the_standard_library_and_relative_imports(proj):
+    idx = ModuleIndex(proj)
+    assert idx.resolve("pkg.core").kind == "found"
+    assert idx.resolve("helper").kind == "found"            # a script's sibling
+    assert idx.resolve("json.decoder").kind == "found"
+    assert idx.resolve("pkg.nothing").kind == "missing"
+    assert idx.resolve("invented_pkg_xyz").kind == "missing"
+    assert idx.resolve("os.path").kind == "unknown"          # a module's attribute: never blocked
+    assert idx.resolve(".core", proj / "pkg" / "sub" / "x.py").kind == "missing"
+    assert idx.resolve("..core", proj / "pkg" / "sub" / "x.py").kind == "found"
+    assert {"Engine", "VERSION", "core", "sub"} <= idx.exports(idx.resolve("pkg"))
+    assert idx.exports(idx.resolve("pkg.lazy")) is None       # module __getattr__: cannot tell
+    (proj / "made_later.py").write_text("")                 # created after the index was built
+    assert idx.resolve("made_later").kind == "found"
+
+
+def test_a_pth_that_runs_code_makes_unknown_modules_fail_open(tmp_path, proj):
+    venv = proj / ".venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (site / "venvonly").mkdir()
+    (site / "hook.pth").write_text("import sys; sys.path.append('/somewhere')\n")
+    idx = ModuleIndex(proj)
+    assert idx.resolve("venvonly").kind == "found"           # read as files, never run
+    assert idx.resolve("invented_pkg_xyz").kind == "unknown"
+
+
+# -- the monitor in decoding ------------------------------------------------------------------
+def _generator(tiny_lm, target, **kw):
+    from scripted import scripted_lm, planted
+    from groundcode.api import Generator
+    return Generator(scripted_lm(tiny_lm, planted(target)), MonitorConfig(enabled=True, names=True, **kw))
+
+
+@pytest.fixture()
+def names_repo(tmp_path, proj):
+    root = proj
+    (root / "app.py").write_text(
+        "import json\nfrom pkg.core import Engine\n\nLIMIT = 10\n\n\ndef run(items, scale=2):\n"
+        "    total = 0\n    \n\n\ndef helper_below(x):\n    return x\n")
+    return root
+
+
+def _complete(tiny_lm, repo, target, max_new=40):
+    ctx = cursor_context(repo / "app.py", 9, 0, repo)
+    with _generator(tiny_lm, "    " + target) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=max_new))[0][0]
+    return out
+
+
+def test_correct_code_is_never_touched(tiny_lm, names_repo):
+    target = ("for item in items:\n        total += helper_below(item) * scale + LIMIT\n"
+              "    data = json.dumps({'t': total}, indent=2)\n    return Engine, data, len(items)\n")
+    out = _complete(tiny_lm, names_repo, target, max_new=80)
+    assert out.completion.startswith("    " + target.rstrip("\n")[:60]), out.completion
+    assert not [t for t in out.triggers if t.kind == "name" and not t.failed_open], out.triggers
+
+
+def test_an_invented_name_is_redone_as_a_name_in_scope(tiny_lm, names_repo):
+    out = _complete(tiny_lm, names_repo, "total = totl + 1\n", max_new=16)
+    (rec,) = [t for t in out.triggers if t.kind == "name"]
+    assert rec.rolled_back and not rec.failed_open, rec
+    written = out.completion.split("=", 1)[1].split()[0]
+    assert written != "totl" and written == rec.chosen, out.completion
+    assert written in file_names(names_repo.joinpath("app.py").read_text()) | {"True", "False", "None"} \
+        or written in dir(__builtins__) or written in ("not", "lambda", "await", "yield"), written
+
+
+def test_an_invented_module_and_an_unexported_name_are_redone(tiny_lm, names_repo):
+    out = _complete(tiny_lm, names_repo, "import jsonn\n", max_new=8)
+    (rec,) = [t for t in out.triggers if t.kind == "import"]
+    assert rec.rolled_back and rec.chosen != "jsonn" and "jsonn" not in out.completion, (out.completion, rec)
+    out = _complete(tiny_lm, names_repo, "from pkg.core import Engin\n", max_new=40)
+    (rec,) = [t for t in out.triggers if t.kind == "import"]
+    assert rec.rolled_back and rec.chosen in {"Engine", "start"}, (out.completion, rec)
+
+
+def test_a_star_import_is_read_by_the_analyzer(tiny_lm, names_repo):
+    # Jedi reads the star import: its names at the cursor count, and only those
+    p = names_repo / "app.py"
+    p.write_text("from pkg.core import *\n" + p.read_text())
+    ctx = cursor_context(p, 10, 0, names_repo)
+    for target, blocked in (("    total = start\n", False), ("    total = strt\n", True)):
+        with _generator(tiny_lm, target, reproducible=True) as gen:   # waits for Jedi's answer
+            out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+        recs = [t for t in out.triggers if t.kind == "name"]
+        if blocked:
+            assert len(recs) == 1 and recs[0].rolled_back and recs[0].chosen != "strt", (out.completion, recs)
+        else:
+            assert out.completion.startswith("    total = start") and not recs, [(r.chosen, r.reason) for r in recs]
+
+
+def test_a_file_that_writes_globals_fails_open_and_says_why(tiny_lm, names_repo):
+    p = names_repo / "app.py"
+    p.write_text(p.read_text() + "\nglobals()['made'] = 1\n")
+    out = _complete(tiny_lm, names_repo, "total = made + 1\n", max_new=30)
+    assert out.completion.startswith("    total = made + 1"), out.completion
+    (rec,) = [t for t in out.triggers if t.kind == "name"]
+    assert rec.failed_open and rec.reason == "globals()" and rec.chosen == "made"
+
+
+def test_a_name_inside_a_function_the_completion_defines_fails_open(tiny_lm, names_repo):
+    target = "def inner():\n        return later_defined()\n    def later_defined():\n        return 1\n"
+    out = _complete(tiny_lm, names_repo, target, max_new=40)
+    assert "return later_defined()" in out.completion, out.completion
+    recs = [t for t in out.triggers if t.kind == "name"]
+    assert recs and all(t.failed_open and t.reason == "nested function" for t in recs), recs
