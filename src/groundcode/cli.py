@@ -86,7 +86,7 @@ def _print_triggers(gen, seconds: float) -> None:
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
          sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=False,
-         trust=False, max_prompt_tokens: int = 0, analyzer: str = "jedi") -> None:
+         trust=False, names=False, max_prompt_tokens: int = 0, analyzer: str = "jedi") -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -100,7 +100,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         if python is not None and not Path(python).expanduser().exists():
             raise GroundcodeError(f"--python: no such interpreter or environment: {python}")
         monitor = MonitorConfig(enabled=not no_monitor, deadline_s=deadline, hide_private=hide_private,
-                                sdk=sdk, keywords=keywords, vocabulary=vocabulary,
+                                sdk=sdk, keywords=keywords, vocabulary=vocabulary, names=names,
                                 python=str(Path(python).expanduser()) if python else None,
                                 trust=trust, analyzer=_check_analyzer(analyzer))
         prompt = PromptConfig(fim=fim, heal=heal, declarations=declarations,
@@ -241,6 +241,8 @@ _NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free 
 _VOCAB = typer.Option(False, "--vocabulary/--no-vocabulary", help="where a receiver's type is unknown "
                       "and it cannot be a library object, hold the name to the names the project and "
                       "the builtin types have (off by default: such a name is left free)")
+_NAMES = typer.Option(False, "--names/--no-names", help="check that every name the completion reads "
+                      "exists and every module it imports resolves (Python; off by default)")
 _PYTHON = typer.Option(None, "--python", help="the interpreter or virtual environment whose installed "
                        "libraries the analyzer sees and may start (default: this interpreter, with the "
                        "repository venv's site-packages read as files)")
@@ -298,7 +300,8 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
              stop: str = _STOP, stream: Optional[bool] = _STREAM,
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
-             no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
+             no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, names: bool = _NAMES,
+             python: Optional[str] = _PYTHON,
              trust: bool = _TRUST, analyzer: str = _ANALYZER, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT,
              server: Optional[str] = _SERVER, no_server: bool = _NOSERVER,
@@ -314,7 +317,8 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
     # a running `groundcode serve` answers unless an option it cannot take is set
     local = _local_only(no_monitor=no_monitor, tool_tokens=tool_tokens, tool_threshold=tool_threshold is not None,
                         tool_entropy=tool_entropy is not None, no_sdk=no_sdk, no_keywords=no_keywords,
-                        vocabulary=vocabulary, python=python, trust=trust, declarations=declarations,
+                        vocabulary=vocabulary, names=names, python=python, trust=trust,
+                        declarations=declarations,
                         repo=repo, remote_model=remote_model, tokenizer=tokenizer,
                         remote_constraint=remote_constraint != "auto", fim=fim != "auto", heal=not heal,
                         hide_private=hide_private, device=device, dtype=dtype, stream=stream)
@@ -327,7 +331,8 @@ def complete(position: str = typer.Argument(..., metavar="FILE:LINE:COL",
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens, analyzer=analyzer)
+         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens, analyzer=analyzer,
+         names=names)
 
 
 @app.command()
@@ -342,7 +347,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
              stream: Optional[bool] = _STREAM,
              tool_tokens: bool = _TOOLS, tool_threshold: Optional[float] = _TOOL_P,
              tool_entropy: Optional[float] = _TOOL_H, no_sdk: bool = _NOSDK,
-             no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, python: Optional[str] = _PYTHON,
+             no_keywords: bool = _NOKW, vocabulary: bool = _VOCAB, names: bool = _NAMES,
+             python: Optional[str] = _PYTHON,
              trust: bool = _TRUST, analyzer: str = _ANALYZER, declarations: bool = _DECL, remote_model: Optional[str] = _REMOTE_MODEL,
              tokenizer: Optional[str] = _TOKENIZER, remote_constraint: str = _CONSTRAINT,
              max_prompt_tokens: int = typer.Option(0, "--max-prompt-tokens",
@@ -361,7 +367,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
         return function_context(path, name, _check_repo(repo, path))
     local = _local_only(no_monitor=no_monitor, tool_tokens=tool_tokens, tool_threshold=tool_threshold is not None,
                         tool_entropy=tool_entropy is not None, no_sdk=no_sdk, no_keywords=no_keywords,
-                        vocabulary=vocabulary, python=python, trust=trust, declarations=declarations,
+                        vocabulary=vocabulary, names=names, python=python, trust=trust,
+                        declarations=declarations,
                         repo=repo, remote_model=remote_model, tokenizer=tokenizer,
                         remote_constraint=remote_constraint != "auto", fim=fim != "auto", heal=not heal,
                         hide_private=hide_private, device=device, dtype=dtype, stream=stream)
@@ -374,7 +381,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
          deadline, hide_private, as_json, fim, heal, stop, stream,
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
-         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens, analyzer=analyzer)
+         vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens, analyzer=analyzer,
+         names=names)
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:

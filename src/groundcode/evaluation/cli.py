@@ -201,6 +201,8 @@ def run(
     vocabulary: bool = typer.Option(False, "--vocabulary/--no-vocabulary",
                                     help="Where a receiver's type is unknown, hold the name to the project's member "
                                          "vocabulary (MonitorConfig.vocabulary, opt-in) or leave it free (the default)."),
+    names: bool = typer.Option(False, "--names/--no-names",
+                               help="The names monitor: names read and modules imported must exist (MonitorConfig.names)."),
     reproducible: bool = typer.Option(True, "--reproducible/--speculate",
                                       help="Wait for every analysis (samples independent of timing, load and "
                                            "process: the default) or speculate as the editor does (deadlines apply)."),
@@ -226,7 +228,7 @@ def run(
                                 tool_tokens=tool_tokens or tool_entropy is not None,
                                 tool_threshold=tool_threshold, tool_entropy=tool_entropy,
                                 declarations=declarations, reproducible=reproducible, vocabulary=vocabulary,
-                                analyzer=analyzer)
+                                analyzer=analyzer, names=names)
         harness.parse_schedule(schedule)
         ex = _executor(executor, ray_address, workers)
         if ex is not None:

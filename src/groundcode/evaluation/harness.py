@@ -46,6 +46,7 @@ class RunConfig:
                                      # not depend on timing, load, process or task order; False:
                                      # the editor's path (speculation, deadlines)
     analyzer: str = "jedi"           # jedi or an installed language server (an arm per analyzer)
+    names: bool = False              # names read and modules imported must exist (MonitorConfig.names)
     vocabulary: bool = False         # untyped receivers held to the project's member vocabulary
                                      # (MonitorConfig.vocabulary, opt-in); False: they fail open
 
@@ -160,7 +161,8 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
     from ..config import PromptConfig, SamplingConfig, ToolConfig
     # A view with this run's configuration: the caller's generator is never changed in place.
     gen = gen.view(monitor=replace(gen.monitor, enabled=cfg.monitor, reproducible=cfg.reproducible,
-                                   vocabulary=cfg.vocabulary, analyzer=cfg.analyzer),
+                                   vocabulary=cfg.vocabulary, analyzer=cfg.analyzer,
+                                   names=cfg.names),
                    tools=ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold,
                                     entropy=cfg.tool_entropy),
                    prompt=PromptConfig(fim=cfg.fim, heal=cfg.heal, max_prompt_tokens=cfg.max_prompt_tokens,
