@@ -48,7 +48,8 @@ class Analyzer(FakeBase):
     def members(self, code, path, line, column, *, receiver, cache_key):
         names = frozenset({"self": ["_registered_updates", "size", "add", "reg"],
                            "self.size": ["real", "bit_length"],
-                           "x": ["append", "add", "foo"]}.get(receiver, ()))
+                           "x": ["append", "add", "foo"],
+                           "<names>": ["self", "x", "size", "item", "real", "console"]}.get(receiver, ()))
         return Analysis(receiver, names, 1.0, False, None if names else "empty")
 
 
@@ -78,8 +79,8 @@ def _kinds():
     names = [type(g).__name__ for g in full]
     assert {"Heal", "BodyEnd", "StopAt", "StopStrings", "RepetitionStop", "DereferenceMonitor",
             "KeywordArgMonitor", "NamesMonitor", "ToolCallGuide"} <= set(names), names
-    ts = [type(g).__name__ for g in _build(("dereference",), "block", " ", ts=True)]
-    assert {"BraceEnd", "DereferenceMonitor"} <= set(ts) and "BodyEnd" not in ts, ts
+    ts = [type(g).__name__ for g in _build(("dereference", "names"), "block", " ", ts=True)]
+    assert {"BraceEnd", "DereferenceMonitor", "TsNamesMonitor"} <= set(ts) and "BodyEnd" not in ts, ts
     return [(n, i, False) for i, n in enumerate(names)] + [("all", None, False)] + \
         [(f"ts-{n}", i, True) for i, n in enumerate(ts)] + [("ts-all", None, True)]
 
@@ -89,7 +90,7 @@ KINDS = _kinds()
 
 def _start(which, ts: bool = False):
     gs = _build(("dereference", "keywords", "names", "toolcall"), "statement", " ") if not ts else \
-        _build(("dereference",), "block", " ", ts=True)
+        _build(("dereference", "names"), "block", " ", ts=True)
     if which is not None:
         gs = [gs[which]]
     row = RowView(0, _ctx(ts).continued(" "), VOCAB)

@@ -14,7 +14,7 @@ leave nothing allowed is dropped for that step, masking.combine):
     repetition    stop a row caught in a loop, one copy kept (repetition.py)     (implied)
     dereference   after `expr.` only members of expr (the MGD monitor)
     keywords      keyword arguments of calls with a known signature
-    names         names read and modules imported exist (Python; names.py)
+    names         names read and modules imported exist (names.py; TypeScript: names_ts.py)
     toolcall      ToolGen's tool token (<COMP>) or zero-shot entropy trigger
 
 The implied guides carry the prompt's and the request's own semantics: they are always built
@@ -138,14 +138,16 @@ def _keywords(s: GuideSpec):
 
 @register("names")
 def _names(s: GuideSpec):
-    from .names import NamesMonitor
     ctx = s.row_ctx
-    if not ctx.language.heuristics:             # Python's scopes and modules
+    if ctx.language.heuristics:                  # Python's scopes and modules
+        from .names import NamesMonitor as cls
+    elif ctx.language.name == "typescript":      # tree-sitter's reading, the server's names
+        from .names_ts import TsNamesMonitor as cls
+    else:
         return None
     g = s.generator
     m = g.monitor
-    return NamesMonitor(g.analyzer_for(ctx), waits=None if m.reproducible else g.waits,
-                        reproducible=m.reproducible)
+    return cls(g.analyzer_for(ctx), waits=None if m.reproducible else g.waits, reproducible=m.reproducible)
 
 
 @register("toolcall")

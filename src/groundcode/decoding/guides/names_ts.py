@@ -1,0 +1,152 @@
+"""The names monitor for TypeScript: the Python monitor's decisions (names.py: a name judged once
+it is whole, a missing one rolled back to its start and redone under the names that exist, a
+name redone once, `max_rollbacks` per row) over TypeScript's reading (languages/
+typescript_scope.py, tree-sitter).
+
+What exists: the language server's names at the cursor (a completion at a name start: locals,
+parameters, the module's names, imports, the lib's and the ambient declarations' globals: asked
+when the row starts, so it is in before the first line ends), every identifier the file writes
+(a superset), the bindings of the generated code, and a few implicit names (`arguments`, ...).
+Without the server's answer nothing is judged ("no answer": a global the file never names
+cannot be told from an invented one). Judged at each line end: the identifiers of the lines
+written so far whose statements tree-sitter reads whole; one in an unfinished statement waits
+for it. Types are not judged. Imports are not judged yet (the Python monitor's are).
+Test: tests/test_names_typescript.py.
+"""
+from __future__ import annotations
+
+from ...analysis.base import NamesQuery
+from ...languages.typescript_scope import IMPLICIT, file_names, read
+from .base import Rollback, RowView, TriggerRecord
+from .names import NamesMonitor, _token_start
+from .narrowing import Narrowing
+
+
+class _NoLexer:
+    def rewind(self, n: int) -> None:
+        pass
+
+
+class TsNamesMonitor(NamesMonitor):
+    def reset(self, row: RowView) -> None:
+        ctx = self.ctx = row.context
+        self._cancelled = row.cancelled
+        self.prefix = ctx.before                 # offsets are into before + text
+        self.lexer = _NoLexer()
+        self.file_code = ctx.before + "\n" + ctx.after
+        self._known = None
+        self._why = None
+        self._answer = None
+        self._ticket = None
+        if self.analyzer is not None:
+            sp = ctx.splice("")
+            self._ticket = self.analyzer.ask(NamesQuery(sp, ("names", ctx.version, sp.line, sp.column), "<names>"))
+        self.checked = 0
+        self.state = "wait"
+        self.narrow = None
+        self.record = None
+        self.line_at = len(self.prefix)          # judged up to here (offset in before + text)
+        self.binds = frozenset()
+        self.defs = ()
+        self.opened = None
+        self.redone = frozenset()
+        self.rollbacks = 0
+
+    def advance(self, row: RowView, token: int):
+        if self.state == "narrow":
+            t = row.vocab.texts[token] if token < len(row.vocab.texts) else ""
+            n = self.narrow
+            if n.feed(t) is not None or (not t and not n.need):
+                self.record.chosen = n.typed
+                self.state, self.narrow = "wait", None
+            else:
+                return None
+        t = row.vocab.texts[token] if token < len(row.vocab.texts) else ""
+        if "\n" not in t and "\r" not in t:
+            return None
+        full = self.prefix + row.text
+        end = max(full.rfind("\n"), full.rfind("\r"))
+        return self._judge(row, full, end)
+
+    def settle(self, row: RowView):
+        if self.state == "narrow":
+            return None
+        full = self.prefix + row.text
+        return self._judge(row, full, len(full), last=True)
+
+    def end_at(self, row: RowView, reason: str) -> int:
+        """Cut from outside: the text ends before the line where a missing name (or the name
+        being redone) begins."""
+        full = self.prefix + row.text
+        bad = self.state == "narrow"
+        if bad and self.record is not None:
+            self.record.cut = self.narrow.typed
+        if not bad and len(full) > self.line_at and self._answer_names() is not None:
+            uses = read(full, self.line_at, len(full))
+            bad = any(self._ts_missing(name, uses.binds) for name, off in uses.loads
+                      if off >= len(self.prefix) and off + len(name) < len(full))
+        if not bad:
+            return len(row.text)
+        start = max(0, self.line_at - len(self.prefix))
+        return row.text.rfind("\n", 0, start) + 1 if start else 0
+
+    def final_upto(self, row: RowView) -> int:
+        start = self.line_at - len(self.prefix)
+        return 0 if start <= 0 else _token_start(row, start)
+
+    # -- the judgement ------------------------------------------------------------------------
+    def _answer_names(self):
+        if self._answer is None and self._ticket is not None:
+            self._answer = self._land()
+        a = self._answer
+        if a is None or a.failed or not a.names:
+            return None
+        return a.names
+
+    def _ts_missing(self, name: str, binds) -> bool:
+        if name in IMPLICIT or name in binds or name in self.binds:
+            return False
+        if self._known is None:
+            self._known = file_names(self.file_code)
+        if name in self._known:
+            return False
+        names = self._answer_names()
+        return names is not None and name not in names
+
+    def _judge(self, row: RowView, full: str, end: int, last: bool = False):
+        gen_from = len(self.prefix)
+        if end <= self.line_at:
+            return None
+        uses = read(full, self.line_at, end)
+        binds = self.binds | frozenset(uses.binds)
+        upto = end if uses.open_at is None else uses.open_at
+        names = self._answer_names()
+        proposal = None
+        for name, at in uses.loads:
+            if at >= upto or at < gen_from or at in self.redone or last and at + len(name) >= end:
+                continue
+            self.checked += 1
+            if name in IMPLICIT or name in binds:
+                continue
+            if self._known is None:
+                self._known = file_names(self.file_code)
+            if name in self._known:
+                continue
+            if names is None:
+                row.triggers.append(TriggerRecord(receiver="", candidates=0, chosen=name, failed_open=True,
+                                                  reason="no answer", asked=True, analyzer="names", kind="name"))
+                continue
+            if name in names:
+                continue
+            cands = frozenset(n for n in (names | self._known | binds | IMPLICIT) if _ident(n))
+            proposal = self._propose(row, name, at, "unknown name", cands, "name")
+            if proposal is not None:
+                upto = at
+                break
+        self.binds = binds
+        self.line_at = max(self.line_at, upto)
+        return proposal
+
+
+def _ident(n: str) -> bool:
+    return bool(n) and (n[0].isalpha() or n[0] in "_$") and all(c.isalnum() or c in "_$" for c in n)

@@ -1,0 +1,135 @@
+"""Which names a TypeScript completion reads and binds: the names monitor's reading of TypeScript
+(tree-sitter's grammar, as typescript_bodies.py uses it). Knows no analyzer and no tokens.
+
+    names = file_names(code)                 # every identifier the file writes outside a member
+                                             # access (a superset of what it binds)
+    uses = read(code, start, end)            # the identifiers of code[start:end] in a parse of
+                                             # `code`: loads (name, offset), bindings, and the
+                                             # offset of the first identifier whose statement
+                                             # is unfinished (`open_at`: judged later)
+
+A value identifier loads unless it stands where the grammar binds (declarators, parameters,
+patterns, catch parameters, imports, function/class/enum names, labels); `x = 1` loads `x`
+(TypeScript never declares by assignment). Types are not judged here (`type_identifier`):
+completions at a value position never list type-only names. An identifier inside a statement
+tree-sitter reads with an error (unfinished: a missing `}`) is not judged until the statement
+is whole.
+Test: tests/test_names_typescript.py.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+_BIND = frozenset({
+    ("variable_declarator", "name"), ("function_declaration", "name"), ("function_expression", "name"),
+    ("generator_function_declaration", "name"), ("generator_function", "name"), ("class_declaration", "name"),
+    ("class", "name"), ("abstract_class_declaration", "name"), ("required_parameter", "pattern"),
+    ("optional_parameter", "pattern"), ("arrow_function", "parameter"), ("catch_clause", "parameter"),
+    ("for_in_statement", "left"), ("enum_declaration", "name"), ("import_specifier", "name"),
+    ("import_specifier", "alias"), ("namespace_import", None), ("import_clause", None), ("rest_pattern", None),
+    ("array_pattern", None), ("pair_pattern", "value"), ("assignment_pattern", "left"),
+    ("object_assignment_pattern", "left"), ("internal_module", "name"), ("module", "name"),
+    ("import_alias", None), ("function_signature", "name"), ("type_parameter", "name"),
+    ("export_specifier", "alias"), ("method_signature", "name"), ("labeled_statement", "label"),
+})
+_LOADS = frozenset({"identifier", "shorthand_property_identifier"})
+_PATTERN_BINDS = frozenset({"shorthand_property_identifier_pattern"})
+IMPLICIT = frozenset({"arguments", "undefined", "globalThis", "NaN", "Infinity", "this", "super",
+                      "true", "false", "null", "new", "await", "yield", "typeof", "void", "delete",
+                      "async", "function", "class", "import", "require"})
+_IDENT = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$]*")
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    import tree_sitter_typescript as tst
+    from tree_sitter import Language, Parser
+    return Parser(Language(tst.language_typescript()))
+
+
+@lru_cache(maxsize=32)
+def file_names(code: str) -> frozenset:
+    """Every identifier `code` writes that no dot precedes (strings and comments included: a
+    superset errs towards letting a name through)."""
+    return frozenset(m.group(0) for m in _IDENT.finditer(code))
+
+
+@dataclass
+class TsUses:
+    loads: list = field(default_factory=list)      # (name, offset)
+    binds: set = field(default_factory=set)
+    open_at: int | None = None                     # first identifier in an unfinished statement
+
+
+def _statement(node):
+    """The innermost statement or declaration holding `node` (None: none below the program)."""
+    p = node.parent
+    while p is not None and p.type != "program":
+        t = p.type
+        if t.endswith("_statement") or t.endswith("_declaration") or t in ("statement_block",):
+            return p
+        p = p.parent
+    return None
+
+
+def read(code: str, start: int, end: int) -> TsUses:
+    """The identifiers of code[start:end] (character offsets) in a parse of all of `code`."""
+    data = code.encode("utf-8", "surrogatepass")
+    ascii_ = len(data) == len(code)
+    to_byte = (lambda i: i) if ascii_ else (lambda i: len(code[:i].encode("utf-8", "surrogatepass")))
+    to_char = (lambda b: b) if ascii_ else (lambda b: len(data[:b].decode("utf-8", "surrogatepass")))
+    b0, b1 = to_byte(start), to_byte(end)
+    tree = _parser().parse(data)
+    uses = TsUses()
+    stack = [tree.root_node]
+    found = []
+    while stack:
+        n = stack.pop()
+        if n.end_byte <= b0 or n.start_byte >= b1:
+            continue
+        if n.type in _LOADS or n.type in _PATTERN_BINDS:
+            if n.start_byte >= b0 and n.end_byte <= b1:
+                found.append(n)
+            continue
+        stack.extend(reversed(n.children))
+    found.sort(key=lambda n: n.start_byte)
+    for n in found:
+        name = data[n.start_byte:n.end_byte].decode("utf-8", "surrogatepass")
+        off = to_char(n.start_byte)
+        if _in_error(n):
+            if uses.open_at is None:
+                uses.open_at = off
+            continue
+        if n.type in _PATTERN_BINDS or _binds(n):
+            uses.binds.add(name)
+            continue
+        uses.loads.append((name, off))
+    return uses
+
+
+def _in_error(n) -> bool:
+    p = n
+    while p is not None:
+        if p.type == "ERROR" or p.is_missing:
+            return True
+        if p.parent is not None and p.parent.type == "program":
+            return p.has_error
+        st = p.type
+        if (st.endswith("_statement") or st.endswith("_declaration")) and p is not n:
+            return p.has_error
+        p = p.parent
+    return False
+
+
+def _binds(n) -> bool:
+    par = n.parent
+    if par is None:
+        return False
+    fld = None
+    for i, c in enumerate(par.children):
+        if c.id == n.id:
+            fld = par.field_name_for_child(i)
+            break
+    return (par.type, fld) in _BIND or (par.type, None) in _BIND
