@@ -25,6 +25,7 @@ from groundcode.languages.python_scope import file_names, line_uses, opaque
     ("global counter", [], {"counter"}),
     ('print(f"{value!r:>{width}}")', ["print", "value", "width"], set()),
     ("import os.path as p, sys", [], {"p", "sys"}),
+    ("if isinstance(line := f(x), int):", ["isinstance", "f", "x", "int"], {"line"}),
 ])
 def test_line_uses_reads_loads_and_bindings(line, loads, binds):
     u = line_uses(line)
@@ -39,6 +40,11 @@ def test_line_uses_reads_loads_and_bindings(line, loads, binds):
 def test_a_line_that_does_not_parse_is_not_judged(line, why):
     u = line_uses(line)
     assert not u.ok and u.why == why and not u.loads
+
+
+def test_a_lambdas_body_is_read_later():
+    u = line_uses("split = lambda x: x.pad(neg) + q")
+    assert [n for n, _ in u.loads] == ["x", "neg", "q"] and u.deferred == {off for _, off in u.loads}
 
 
 def test_imports_are_read_with_their_parts_and_names():
@@ -89,6 +95,16 @@ def test_module_index_resolves_the_workspace_the_standard_library_and_relative_i
     assert idx.exports(idx.resolve("pkg.lazy")) is None       # module __getattr__: cannot tell
     (proj / "made_later.py").write_text("")                 # created after the index was built
     assert idx.resolve("made_later").kind == "found"
+
+
+def test_a_declared_dependency_that_is_not_installed_is_not_judged(proj):
+    (proj / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["scikit-image>=0.2", "not-installed-dist[x]"]\n')
+    (proj / "requirements-dev.txt").write_text("# tools\nanother_one==1.0\n")
+    idx = ModuleIndex(proj)
+    for mod in ("skimage", "not_installed_dist", "another_one"):
+        res = idx.resolve(mod)
+        assert res.kind == "unknown" and res.why == "declared dependency, not installed", (mod, res)
+    assert idx.resolve("invented_pkg_xyz").kind == "missing"
 
 
 def test_a_pth_that_runs_code_makes_unknown_modules_fail_open(tmp_path, proj):
@@ -175,6 +191,14 @@ def test_a_file_that_writes_globals_fails_open_and_says_why(tiny_lm, names_repo)
     assert out.completion.startswith("    total = made + 1"), out.completion
     (rec,) = [t for t in out.triggers if t.kind == "name"]
     assert rec.failed_open and rec.reason == "globals()" and rec.chosen == "made"
+
+
+def test_an_import_inside_try_fails_open_as_conditional(tiny_lm, names_repo):
+    out = _complete(tiny_lm, names_repo, "try:\n        import eventlet_not_here\n    except ImportError:\n        pass\n",
+                    max_new=50)
+    assert "import eventlet_not_here" in out.completion, out.completion
+    (rec,) = [t for t in out.triggers if t.kind == "import"]
+    assert rec.failed_open and rec.reason == "conditional import"
 
 
 def test_a_name_inside_a_function_the_completion_defines_fails_open(tiny_lm, names_repo):

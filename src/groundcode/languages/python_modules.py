@@ -33,6 +33,58 @@ from .python_scope import file_names, opaque
 _EXTS = (".py", ".pyi", ".pyc")
 _NATIVE = re.compile(r"\.(?:cpython|abi3|pypy)[^/]*\.(?:so|pyd)$|\.(?:so|pyd)$")
 _MAPPING = re.compile(r"MAPPING\s*(?::[^=]*)?=\s*\{([^}]*)\}")
+_REQ_NAME = re.compile(r"[ \t]*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_SETUP_LISTS = re.compile(r"(?:install_requires|extras_require|requires)\s*[=:]\s*(\[[^\]]*\]|\{[^}]*\}|(?:\n[ \t]+[^\n]+)+)")
+
+
+def _requirements(repo: Path) -> list[str]:
+    """Distribution names a repository declares, read as text (nothing of it runs)."""
+    out: list[str] = []
+    try:
+        import tomllib
+        data = tomllib.loads((repo / "pyproject.toml").read_text(errors="replace"))
+    except (OSError, ValueError, ImportError):
+        data = {}
+    proj = data.get("project", {}) if isinstance(data, dict) else {}
+    reqs = list(proj.get("dependencies", []) or [])
+    for extra in (proj.get("optional-dependencies", {}) or {}).values():
+        reqs += list(extra or [])
+    reqs += list(data.get("build-system", {}).get("requires", []) or []) if isinstance(data, dict) else []
+    poetry = data.get("tool", {}).get("poetry", {}) if isinstance(data, dict) else {}
+    for table in ("dependencies", "dev-dependencies"):
+        reqs += list((poetry.get(table) or {}).keys())
+    for group in (poetry.get("group") or {}).values():
+        reqs += list((group.get("dependencies") or {}).keys())
+    for f in ("setup.py", "setup.cfg"):
+        try:
+            text = (repo / f).read_text(errors="replace")
+        except OSError:
+            continue
+        for block in _SETUP_LISTS.findall(text):
+            reqs += re.findall(r"[\"']([^\"']+)[\"']", block) or block.split("\n")
+    for f in sorted(repo.glob("requirements*.txt")):
+        try:
+            reqs += [ln for ln in f.read_text(errors="replace").splitlines() if not ln.lstrip().startswith(("#", "-"))]
+        except OSError:
+            pass
+    for r in reqs:
+        m = _REQ_NAME.match(str(r))
+        if m and m.group(1).lower() != "python":
+            out.append(m.group(1))
+    return out
+# distributions whose import name is not their own
+_ALIASES = {"pyyaml": ("yaml",), "beautifulsoup4": ("bs4",), "pillow": ("pil",), "scikit_learn": ("sklearn",),
+            "opencv_python": ("cv2",), "opencv_python_headless": ("cv2",), "python_dateutil": ("dateutil",),
+            "attrs": ("attr", "attrs"), "pyjwt": ("jwt",), "pycryptodome": ("crypto",), "pyopenssl": ("openssl",),
+            "pyzmq": ("zmq",), "gitpython": ("git",), "scikit_image": ("skimage",), "pyserial": ("serial",),
+            "protobuf": ("google",), "websocket_client": ("websocket",), "msgpack_python": ("msgpack",),
+            "typing_extensions": ("typing_extensions",), "setuptools": ("pkg_resources", "setuptools")}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
 _KNOWN_HOOKS = ("__editable__", "_distutils_hack", "_virtualenv")
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".tox", ".nox",
                         ".mypy_cache", ".pytest_cache", "build", "dist", ".eggs"})
@@ -179,6 +231,22 @@ class ModuleIndex:
         self._build()
         return frozenset(self._top) | self.stdlib
 
+    def declared(self) -> frozenset:
+        """The import names the repository's declared dependencies may have (pyproject.toml's
+        dependency tables, setup.py/setup.cfg's install_requires and extras, requirements*.txt),
+        normalized: a dependency that is not installed cannot be read, so a module named like
+        one is not judged."""
+        if getattr(self, "_declared", None) is None:
+            names: set[str] = set()
+            for dist in (_requirements(self.repo) if self.repo is not None else ()):
+                dist = _norm(dist)
+                names.update((dist, dist.split("_")[0], *_ALIASES.get(dist, ())))
+                for pre in ("python_", "py_", "django_"):
+                    if dist.startswith(pre):
+                        names.add(dist[len(pre):])
+            self._declared = frozenset(names)
+        return self._declared
+
     def submodules(self, package: Path) -> frozenset:
         return frozenset(_entries(package))
 
@@ -207,6 +275,8 @@ class ModuleIndex:
         if not found:
             if head in self.stdlib:
                 return Resolved("unknown", why="builtin module", stdlib=True)
+            if _norm(head) in self.declared():
+                return Resolved("unknown", why="declared dependency, not installed")
             if self.hooks:
                 return Resolved("unknown", why="import hook")
             return Resolved("missing", why=head)

@@ -107,6 +107,8 @@ def file_names(code: str) -> frozenset:
 class LineUses:
     ok: bool = True                      # parso read the line without error
     loads: list = field(default_factory=list)      # (name, offset) read from scope, in order
+    deferred: set = field(default_factory=set)     # offsets of loads inside a lambda's body: run
+                                                   # later, they may read a name bound below
     binds: set = field(default_factory=set)        # names the line binds
     imports: list = field(default_factory=list)    # ImportUse, in order
     why: str | None = None               # why not ok
@@ -167,7 +169,9 @@ def line_uses(line: str) -> LineUses:
         if leaf.type != "name" or not (0 <= offset(leaf) - shift < limit):
             continue
         parent = leaf.parent
-        if leaf.is_definition() or parent.type in ("global_stmt", "nonlocal_stmt"):
+        nxt = leaf.get_next_leaf()
+        if leaf.is_definition() or parent.type in ("global_stmt", "nonlocal_stmt") \
+                or nxt is not None and nxt.type == "operator" and nxt.value == ":=":
             uses.binds.add(leaf.value)
             continue
         prev = leaf.get_previous_leaf()
@@ -181,6 +185,8 @@ def line_uses(line: str) -> LineUses:
         if parent.type in ("fstring_conversion",):
             continue
         uses.loads.append((leaf.value, offset(leaf)))
+        if _in_lambda_body(leaf):
+            uses.deferred.add(offset(leaf))
     for node in _imports(module):
         for use in _import_uses(node, offset):
             if 0 <= use.offset - shift < limit:
@@ -199,6 +205,15 @@ def _leaves(node):
             if n.type == "error_node":
                 yield n
             stack.extend(reversed(kids))
+
+
+def _in_lambda_body(leaf) -> bool:
+    p, child = leaf.parent, leaf
+    while p is not None:
+        if p.type in ("lambdef", "lambdef_nocond") and child is p.children[-1]:
+            return True
+        p, child = p.parent, p
+    return False
 
 
 def _in_error(leaf) -> bool:

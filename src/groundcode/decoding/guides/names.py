@@ -190,7 +190,8 @@ class NamesMonitor(Guide):
                 self.checked += 1
                 if not self._missing(name, binds):
                     continue
-                why = self.opened or self._opaque_why() or ("nested function" if nested else None)
+                why = self.opened or self._opaque_why() or ("nested function" if nested else None) \
+                    or ("lambda" if at - a in uses.deferred else None)
                 if why is not None:
                     row.triggers.append(TriggerRecord(receiver="", candidates=0, chosen=name, failed_open=True,
                                                       reason=why, asked=False, analyzer="names", kind="name"))
@@ -261,6 +262,8 @@ class NamesMonitor(Guide):
                 index = module_index(self.ctx.repo, self.ctx.python if self.ctx.trust else None)
             self.checked += 1
             res = index.resolve(use.module, self.ctx.path)
+            if res.kind == "missing" and self._guarded(row, a + use.offset):
+                res = type(res)("unknown", why="conditional import")     # try: ... except ImportError
             if res.kind == "unknown":
                 row.triggers.append(TriggerRecord(receiver=use.module, candidates=0, failed_open=True,
                                                   reason=res.why, asked=False, analyzer="modules", kind="import"))
@@ -290,6 +293,12 @@ class NamesMonitor(Guide):
                     if p is not None:
                         return p
         return None
+
+    def _guarded(self, row: RowView, at: int) -> bool:
+        before = self.ctx.before
+        if before.endswith(self.prefix):          # the prefix is the tail of the file before
+            return _guarded(before + row.text, len(before) - len(self.prefix) + at)
+        return _guarded(self.prefix + row.text, at)
 
     def _missing_part(self, index, use, res):
         """The (part, offset) of the module path that does not exist, and the names that could
@@ -332,6 +341,19 @@ class NamesMonitor(Guide):
             return None
         row.triggers.append(rec)
         return Rollback(k, why, (frozenset(names), rec, owed, at))
+
+
+def _guarded(code: str, at: int) -> bool:
+    """Is the import at `at` inside a `try:` block (an import that may fail on purpose)?"""
+    line_start = code.rfind("\n", 0, at) + 1
+    ind = indent_width(code[line_start:at])
+    for line in reversed(code[:line_start].splitlines()):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        w = indent_width(line)
+        if w < ind:
+            return line.strip().startswith("try") and line.rstrip().endswith(":")
+    return False
 
 
 def _token_start(row: RowView, offset: int) -> int:
