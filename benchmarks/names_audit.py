@@ -21,6 +21,7 @@ they go to a file outside the repository).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -42,16 +43,22 @@ def _tokenizer(model: str):
 
 
 class _Analyzers:
-    """One Jedi analyzer per repository, started only for a star-importing file."""
+    """One analyzer per repository: Jedi, started only for a star-importing file; TypeScript's
+    server for a .ts task (its names at the cursor are what the TypeScript monitor asks)."""
 
     def __init__(self):
         self.by_repo = {}
 
-    def get(self, repo):
-        from groundcode.analysis.jedi_client import JediAnalyzer
-        a = self.by_repo.get(repo)
+    def get(self, repo, ts: bool = False):
+        a = self.by_repo.get((repo, ts))
         if a is None:
-            a = self.by_repo[repo] = JediAnalyzer(repo)
+            if ts:
+                from groundcode.analysis.lsp_client import LspAnalyzer
+                a = LspAnalyzer(Path(repo).resolve(), "typescript", deadline_s=30.0)
+            else:
+                from groundcode.analysis.jedi_client import JediAnalyzer
+                a = JediAnalyzer(repo)
+            self.by_repo[(repo, ts)] = a
         return a
 
     def close(self):
@@ -60,21 +67,39 @@ class _Analyzers:
 
 
 class _LazyAnalyzer:
-    def __init__(self, pool, repo):
-        self.pool, self.repo = pool, repo
+    def __init__(self, pool, repo, ts=False):
+        self.pool, self.repo, self.ts = pool, repo, ts
 
     def ask(self, q):
-        return self.pool.get(self.repo).ask(q)
+        return self.pool.get(self.repo, self.ts).ask(q)
 
     def deadline(self):
         return 30.0
 
 
+@functools.lru_cache(maxsize=1)
+def _ts_bench():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ts_bench", Path(__file__).with_name("ts_bench.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _ts_context(task: dict):
+    """A TypeScript task's context, as benchmarks/ts_bench.py builds it."""
+    return _ts_bench().context_for(task, (Path(task["repo_dir"]) / task["path"]).read_text(encoding="utf-8"))
+
+
 def replay(task, tok, vocab, analyzers) -> dict:
-    ctx = context_for(task)
+    ts = task["path"].endswith((".ts", ".tsx", ".mts", ".cts"))
+    ctx = _ts_context(task) if ts else context_for(task)
     ids = tok.encode(task["reference"], add_special_tokens=False)
     row = RowView(0, ctx, vocab)
-    g = NamesMonitor(_LazyAnalyzer(analyzers, Path(task["repo_dir"])), waits=PatientWait(), reproducible=True)
+    cls = NamesMonitor
+    if ts:
+        from groundcode.decoding.guides.names_ts import TsNamesMonitor as cls
+    g = cls(_LazyAnalyzer(analyzers, Path(task["repo_dir"]), ts), waits=PatientWait(), reproducible=True)
     g.reset(row)
     blocks = []
     for t in ids:

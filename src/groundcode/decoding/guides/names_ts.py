@@ -16,6 +16,8 @@ Test: tests/test_names_typescript.py.
 from __future__ import annotations
 
 from ...analysis.base import NamesQuery
+from ...context import Splice
+from ...lines import end_position
 from ...languages.typescript_scope import IMPLICIT, file_names, read
 from .base import Rollback, RowView, TriggerRecord
 from .names import NamesMonitor, _token_start
@@ -39,7 +41,7 @@ class TsNamesMonitor(NamesMonitor):
         self._answer = None
         self._ticket = None
         if self.analyzer is not None:
-            sp = ctx.splice("")
+            sp = _names_at(ctx)
             self._ticket = self.analyzer.ask(NamesQuery(sp, ("names", ctx.version, sp.line, sp.column), "<names>"))
         self.checked = 0
         self.state = "wait"
@@ -146,6 +148,20 @@ class TsNamesMonitor(NamesMonitor):
         self.binds = binds
         self.line_at = max(self.line_at, upto)
         return proposal
+
+
+def _names_at(ctx) -> Splice:
+    """Where the server is asked for the names in scope: a new line of the body (a body task),
+    or the cursor's line emptied to its indentation (a cursor after `obj.` would get obj's
+    members; the names of the line's own arrow parameters are the file's, read as text)."""
+    if ctx.kind == "body":
+        return ctx.splice("\n")
+    before = ctx.before
+    start = max(before.rfind("\n"), before.rfind("\r")) + 1
+    line = before[start:]
+    head = before[:start] + line[: len(line) - len(line.lstrip())]
+    ln, col = end_position(head)
+    return Splice(head + "\n" + ctx.after, ln, col, ctx.path, ctx.overlay)
 
 
 def _ident(n: str) -> bool:
