@@ -34,11 +34,13 @@ def test_check_spliced_samples_in_overlays():
         _replace("total = 0.0", "total = 0.0 +"),                                       # syntax error
         _replace("return item.quantity\n", "return item.quantity + missing_name\n"),    # outside the lines
         MODELS,                                                                         # again: cache forgotten
+        _replace("total = 0.0", "import invented_pkg_q\n        total = 0.0"),       # an invented module
     ]
     before = {p: p.read_bytes() for p in FIXTURE.rglob("*") if p.is_file()}
     jobs = [lint.LintJob(FIXTURE, "inventory/models.py", t, first, last) for t in texts]
     res = lint.check(jobs, workers=2)
-    assert [r.success for r in res] == [True, False, False, False, True, True]
+    assert [r.success for r in res] == [True, False, False, False, True, True, True]   # imports: counted only
+    assert [r.import_error for r in res] == [0, 0, 0, 0, 0, 0, 1] and "invented_pkg_q" in res[6].messages[0]
     assert res[1].no_member == 1 and "price_including_tax" in res[1].messages[0]
     assert res[2].undefined_variable == 1
     assert res[3].syntax_error

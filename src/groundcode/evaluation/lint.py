@@ -25,7 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CHECKS = ("syntax-error", "no-member", "undefined-variable")
+CHECKS = ("syntax-error", "no-member", "undefined-variable", "import-error", "no-name-in-module")
+# the checks success rate counts (ToolGen's); the import checks only feed the hallucination
+# counts by kind (scoring.py: an import the reference body does not have that does not resolve)
 _MIRROR_SUFFIXES = (".py", ".pyi")
 
 
@@ -44,6 +46,7 @@ class LintResult:
     syntax_error: bool = False
     no_member: int = 0
     undefined_variable: int = 0
+    import_error: int = 0                      # import-error / no-name-in-module in the lines
     crashed: bool = False                      # pylint gave no verdict for this file
     messages: list = field(default_factory=list)
 
@@ -128,7 +131,8 @@ def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.
 
 
 def verdict(messages: list[dict], first_line: int, last_line: int) -> LintResult:
-    """Success unless a syntax error anywhere or no-member/undefined-variable in [first, last].
+    """Success unless a syntax error anywhere or no-member/undefined-variable in [first, last]
+    (import-error/no-name-in-module there are counted and listed, never a failure).
     A pylint crash or fatal message (F: `fatal`, `astroid-error`, `parse-error`, ...) is no
     verdict: a failure, flagged `crashed` so that it is reported apart from lint findings."""
     r = LintResult(success=True)
@@ -143,6 +147,8 @@ def verdict(messages: list[dict], first_line: int, last_line: int) -> LintResult
                 r.no_member += 1
             else:
                 r.undefined_variable += 1
+        elif sym in ("import-error", "no-name-in-module") and first_line <= line <= last_line:
+            r.import_error += 1
         else:
             continue
         r.messages.append(f"{line}: {sym}: {m.get('message', '')}")

@@ -19,7 +19,8 @@ from ..jsonl import read_jsonl
 
 LABELS = {"bleu4": "BLEU-4", "codebleu": "CodeBLEU", "edit_sim": "EditSim", "exact_match": "EM",
           "dep_coverage": "DepCov", "success": "SuccRate", "nim": "NIM", "ism": "ISM", "pm": "PM",
-          "ident_precision": "IdPrec", "ident_recall": "IdRec"}
+          "ident_precision": "IdPrec", "ident_recall": "IdRec", "undefined_name": "UndefName",
+          "import_error": "ImportErr", "no_member": "NoMember"}
 ORDER = list(LABELS)
 KEY_METRICS = {"function": ["success", "dep_coverage", "codebleu", "edit_sim"],
                "dereference": ["success", "nim", "ism", "pm"]}

@@ -28,7 +28,11 @@ TEXT_METRICS = {
     "bleu4": M.bleu4, "edit_sim": M.edit_sim, "exact_match": M.exact_match,
     "nim": M.next_identifier_match, "ism": M.identifier_sequence_match, "pm": M.prefix_match,
 }
-BINARY = {"exact_match", "nim", "success"}
+# per sample, judged by pylint (never by a monitor): the completion's lines read a name that
+# does not exist (undefined-variable), import what does not resolve (import-error,
+# no-name-in-module), or a member that does not exist (no-member)
+HALLUCINATIONS = ("undefined_name", "import_error", "no_member")
+BINARY = {"exact_match", "nim", "success", *HALLUCINATIONS}
 
 
 def trim_completion(task: dict, completion: str, prefix: str = "") -> str:
@@ -109,10 +113,15 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
     cpu_lint = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)   # the pylint workers' CPU time
     for row in rows:
         row["metrics"]["success"] = [0.0] * len(row["completions"])
+        for m in HALLUCINATIONS:     # an empty completion writes nothing that does not exist
+            row["metrics"][m] = [0.0] * len(row["completions"])
         row["lint"] = [[] if b.strip() else ["empty completion"] for b in row["completions"]]
     crashed = 0
     for (ri, j), res in zip(where, lint_results):
         rows[ri]["metrics"]["success"][j] = float(res.success)
+        for m, n in (("undefined_name", res.undefined_variable), ("import_error", res.import_error),
+                     ("no_member", res.no_member)):
+            rows[ri]["metrics"][m][j] = float(n > 0)
         rows[ri]["lint"][j] = res.messages + (["pylint crashed"] if res.crashed else [])
         if res.crashed:      # no verdict: counted as a failure, and reported apart
             rows[ri].setdefault("lint_crashed", [False] * len(rows[ri]["completions"]))[j] = True
