@@ -87,7 +87,7 @@ def generate(gen, tasks: list[dict], arm: str, samples: Path, max_new: dict, pro
     from groundcode.config import SamplingConfig
     from groundcode.jsonl import append_jsonl, read_jsonl
     done = {(r["arm"], r["task_id"]): r for r in read_jsonl(samples)} if samples.exists() else {}
-    view = gen.view(monitor=replace(gen.monitor, enabled=(arm == "monitored")))
+    view = gen.view(monitor=replace(gen.monitor, enabled=arm.startswith("monitored"), names="+names" in arm))
     out = {}
     for t in tasks:
         key = (arm, t["task_id"])
@@ -197,7 +197,11 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compilers at once when scoring")
     ap.add_argument("--work", type=Path, default=None, help="samples (default: the cache)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--arms", default="baseline,monitored",
+                    help="the two arms compared, A,B (baseline, monitored, monitored+names: the names "
+                         "monitor too); figures are B - A, labelled baseline/monitored in the JSON")
     args = ap.parse_args()
+    A, B = args.arms.split(",")
     console = Console()
     if not args.tasks.exists():
         raise SystemExit(f"{args.tasks}: build it first (groundcode bench build --recipe typescript)")
@@ -221,18 +225,18 @@ def main() -> None:
             bar = prog.add_task("grounding audit (the reference's member)", total=len(derefs))
             audited = audit(gen, derefs, lambda: prog.advance(bar))
             t0 = time.perf_counter()
-        for arm in ("baseline", "monitored"):
+        for arm in (A, B):
             bar = prog.add_task(f"{arm}: generating", total=len(chosen))
             runs[arm] = generate(gen, chosen, arm, work / "samples.jsonl", max_new, lambda: prog.advance(bar))
         gen_s = time.perf_counter() - t0
         baselines: dict = {}
-        scores: dict = {"baseline": {}, "monitored": {}}
+        scores: dict = {A: {}, B: {}}
         bar = prog.add_task("scoring (tsc in the sandbox)", total=2 * len(chosen))
         from concurrent.futures import ThreadPoolExecutor
         from groundcode.evaluation.ts_scoring import baseline as package_baseline
         for pkg in dict.fromkeys(t["repo_dir"] for t in chosen if t["kind"] == "function"):
             baselines[pkg] = package_baseline(Path(pkg))      # each package's own errors, once
-        jobs = [(arm, t) for arm in ("baseline", "monitored") for t in chosen]
+        jobs = [(arm, t) for arm in (A, B) for t in chosen]
 
         def one(job):
             arm, t = job
@@ -242,7 +246,7 @@ def main() -> None:
                 scores[arm][tid] = row
                 prog.advance(bar)
     result = {"model": lm.name, "dtype": lm.dtype, "tasks_file": str(args.tasks), "cpus": os.cpu_count(),
-              "reproducible": not args.speculate,
+              "reproducible": not args.speculate, "arms": {"baseline": A, "monitored": B},
               "load_avg_1m_end": round(os.getloadavg()[0], 2), "generate_s": round(gen_s, 1),
               "total_s": round(time.perf_counter() - t0, 1), "audit": audited, "kinds": {}}
     for kind, metrics in (("function", ("compiles", "has_member_error", "member_errors", "new_errors", "edit_sim")),
@@ -252,8 +256,8 @@ def main() -> None:
             continue
         k = {"tasks": len(ids)}
         for m in metrics:
-            k[m] = paired([scores["baseline"][i][m] for i in ids], [scores["monitored"][i][m] for i in ids])
-        recs = [runs["monitored"][i] for i in ids]
+            k[m] = paired([scores[A][i][m] for i in ids], [scores[B][i][m] for i in ids])
+        recs = [runs[B][i] for i in ids]
         k["triggers"] = sum(r.get("triggers", 0) for r in recs)
         k["failed_open"] = sum(r.get("failed_open", 0) for r in recs)
         k["rollbacks"] = sum(r.get("rollbacks", 0) for r in recs)
@@ -268,14 +272,14 @@ def main() -> None:
                         c[code] = c.get(code, 0) + n
                 codes[arm] = dict(sorted(c.items(), key=lambda kv: -kv[1]))
             k["codes"] = codes
-            compiled = [i for i in ids if scores["baseline"][i]["compiles"]]
+            compiled = [i for i in ids if scores[A][i]["compiles"]]
             k["harm"] = {"compiled_at_baseline": len(compiled),
-                         "fail_when_monitored": sum(not scores["monitored"][i]["compiles"] for i in compiled)}
+                         "fail_when_monitored": sum(not scores[B][i]["compiles"] for i in compiled)}
         result["kinds"][kind] = k
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
-    t = Table(title=f"TypeScript benchmark · {lm.name} · greedy · baseline vs monitored (paired 95% interval)")
-    for col in ("kind", "metric", "baseline", "monitored", "Δ [95% CI]", "better/worse"):
+    t = Table(title=f"TypeScript benchmark · {lm.name} · greedy · {A} vs {B} (paired 95% interval)")
+    for col in ("kind", "metric", A, B, "Δ [95% CI]", "better/worse"):
         t.add_column(col)
     for kind, k in result["kinds"].items():
         for m, v in k.items():
