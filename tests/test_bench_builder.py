@@ -184,3 +184,28 @@ def test_download_runs_no_package_code_and_verifies_before_storing(tmp_path, mon
     got = sources.download("demo", "1.0", tmp_path / "sdists", sha256=good, get=get)
     assert got.read_bytes() == data and got.name == "demo-1.0.tar.gz"
     assert asked[-1] == "https://files.example/demo-1.0.tar.gz"
+
+
+def test_the_four_kinds_cursors_read_a_name_open_a_call_or_sit_in_an_import(tmp_path):
+    """The cursor kinds (issue 40) come from the same methods as the dereference tasks (so the
+    default build, and its hash, are unchanged), each cursor where its kind says."""
+    src = sources.resolve(str(FIXTURE))
+    base = builder.BuildOptions(functions_per_repo=3, methods_per_repo=2, points_per_method=3)
+    m0 = builder.build([src], base, tmp_path / "base")
+    four = builder.BuildOptions(functions_per_repo=3, methods_per_repo=2, points_per_method=3,
+                                kinds=("function", "dereference", "name", "call", "import"))
+    m1 = builder.build([src], four, tmp_path / "four")
+    assert m1["counts"]["function"] == 3 and m1["counts"]["dereference"] == 6
+    assert m1["counts"]["name"] > 0 and m1["counts"]["call"] > 0 and m1["counts"]["import"] > 0, m1["counts"]
+    tasks = list(read_jsonl(tmp_path / "four" / "tasks.jsonl"))
+    base_ids = {t["task_id"] for t in read_jsonl(tmp_path / "base" / "tasks.jsonl")}
+    assert base_ids <= {t["task_id"] for t in tasks} and len({t["task_id"] for t in tasks}) == len(tasks)
+    assert builder.task_hash([t for t in tasks if t["task_id"] in base_ids]) == m0["tasks_sha256"]
+    for t in tasks:
+        line = (FIXTURE / t["path"]).read_text().splitlines()[t["line"] - 1]
+        if t["kind"] == "name":
+            assert line[t["col"]].isidentifier() and line[t["col"] - 1] not in "._" and not line[t["col"] - 1].isalnum()
+        elif t["kind"] == "call":
+            assert line[t["col"] - 1] == "("
+        elif t["kind"] == "import":
+            assert line[: t["col"]] in ("import ", "from ") and t["reference"] == line[t["col"]:] + "\n"

@@ -1,4 +1,5 @@
-"""Build benchmark tasks from repositories: ToolGen-style *function* tasks and MGD-style *dereference* tasks.
+"""Build benchmark tasks from repositories: ToolGen-style *function* tasks and MGD-style *dereference* tasks
+(and, when asked, the cursor kinds of the four-kind benchmark: name, call, import).
 
 function:    a documented function whose body uses >= 1 repository-level dependency (a name the
              analyzer resolves to a definition inside the repository); the model writes the body
@@ -31,6 +32,11 @@ from .sources import RepoSource
 SKIP_DIRS = {"test", "tests", "testing", "doc", "docs", "example", "examples", "benchmark", "benchmarks",
              "build", "dist", "scripts", "__pycache__", "site-packages", "node_modules", "venv", ".venv"}
 TASK_KINDS = ("function", "dereference")
+# the cursor kinds of the four-kind benchmark (issue 40), built only when asked (`--kinds`): a
+# cursor where a name is read, right after a call's `(`, and inside a module-level import line;
+# with `dereference` (a member after a dot) the four hallucinations
+CURSOR_KINDS = ("name", "call", "import")
+ALL_KINDS = TASK_KINDS + CURSOR_KINDS
 
 
 @dataclass
@@ -60,6 +66,9 @@ class RepoStats:
     methods_analyzed: int = 0
     methods: int = 0
     dereference_tasks: int = 0
+    name_tasks: int = 0
+    call_tasks: int = 0
+    import_tasks: int = 0
     analysis_s: float = 0.0
     skipped: list = field(default_factory=list)
 
@@ -111,6 +120,7 @@ def build_repo(src: RepoSource, opts: BuildOptions) -> tuple[list[dict], RepoSta
                 meth_cands.append((rel, s))
     stats.function_candidates, stats.method_candidates = len(fn_cands), len(meth_cands)
     tasks: list[dict] = []
+    trees: dict = {}
     t0 = time.perf_counter()
 
     def analysed(cands: list, kind: str, counter: str, full):
@@ -129,15 +139,32 @@ def build_repo(src: RepoSource, opts: BuildOptions) -> tuple[list[dict], RepoSta
             if deps:
                 tasks.append(_function_task(src, rel, texts[rel], s, deps))
                 stats.function_tasks += 1
-    if "dereference" in opts.kinds:
+    cursor = [k for k in ("name", "call") if k in opts.kinds]
+    if "dereference" in opts.kinds or cursor:
         for rel, s, deps in analysed(meth_cands, "dereference", "methods_analyzed",
                                      lambda: stats.methods >= opts.methods_per_repo):
             if not deps:
                 continue
             stats.methods += 1
-            for line, col in extract.spread(s.points, opts.points_per_method):
-                tasks.append(_dereference_task(src, rel, texts[rel], s, line, col, deps))
-                stats.dereference_tasks += 1
+            if "dereference" in opts.kinds:
+                for line, col in extract.spread(s.points, opts.points_per_method):
+                    tasks.append(_dereference_task(src, rel, texts[rel], s, line, col, deps))
+                    stats.dereference_tasks += 1
+            for kind in cursor:        # the same methods: a name read, a call's arguments
+                tree, lines = _tree(trees, rel, texts[rel])
+                pts = (extract.name_points if kind == "name" else extract.call_points)(tree, lines, s.body_line, s.end_line)
+                for line, col in extract.spread(pts, opts.points_per_method):
+                    tasks.append(_dereference_task(src, rel, texts[rel], s, line, col, deps, kind))
+                    setattr(stats, f"{kind}_tasks", getattr(stats, f"{kind}_tasks") + 1)
+    if "import" in opts.kinds:
+        found = []
+        for rel in sorted(texts):
+            tree, lines = _tree(trees, rel, texts[rel])
+            found += [(rel, line, col) for line, col in extract.import_points(tree, lines)]
+        random.Random(f"{opts.seed}/{src.name}/import").shuffle(found)
+        for rel, line, col in found[: opts.methods_per_repo]:
+            tasks.append(_import_task(src, rel, texts[rel], line, col))
+            stats.import_tasks += 1
     stats.analysis_s = round(time.perf_counter() - t0, 2)
     return tasks, stats
 
@@ -164,13 +191,32 @@ def _function_task(src, rel, code, s, deps) -> dict:
     return t
 
 
-def _dereference_task(src, rel, code, s, line, col, deps) -> dict:
+def _dereference_task(src, rel, code, s, line, col, deps, kind: str = "dereference") -> dict:
+    """A cursor inside a method, the reference the rest of it (`kind`: dereference, name, call)."""
     lines = code.splitlines(keepends=True)
     t = _common(src, rel, code, s, deps)
     rest = lines[line - 1][col:] + "".join(lines[line:s.end_line])
-    t.update(task_id=f"{src.name}/{rel}::{s.scope}@{line}:{col}", kind="dereference", line=line, col=col,
+    tag = "" if kind == "dereference" else f"#{kind}"
+    t.update(task_id=f"{src.name}/{rel}::{s.scope}@{line}:{col}{tag}", kind=kind, line=line, col=col,
              reference=rest)
     return t
+
+
+def _import_task(src, rel, code, line, col) -> dict:
+    """A cursor inside a module-level import line, the reference the rest of that line."""
+    lines = code.splitlines(keepends=True)
+    return {"repo": src.name, "source": src.spec, "path": rel, "scope": "<module>", "def_line": line,
+            "end_line": line, "indent": 0, "signature": "", "docstring": "", "function": lines[line - 1],
+            "deps": [], "file_sha256": hashlib.sha256(code.encode("utf-8")).hexdigest(), "repo_dir": "",
+            "task_id": f"{src.name}/{rel}::<module>@{line}:{col}#import", "kind": "import", "line": line,
+            "col": col, "reference": lines[line - 1][col:]}
+
+
+def _tree(cache: dict, rel: str, code: str):
+    if rel not in cache:
+        import ast
+        cache[rel] = (ast.parse(code), code.splitlines())
+    return cache[rel]
 
 
 def task_hash(tasks: list[dict]) -> str:
@@ -185,9 +231,9 @@ def task_hash(tasks: list[dict]) -> str:
 def build(sources: list[RepoSource], opts: BuildOptions, out_dir: Path, *, recipe: dict | None = None,
           progress=None) -> dict:
     """Build tasks for every source into out_dir/tasks.jsonl and out_dir/manifest.json; returns the manifest."""
-    unknown = set(opts.kinds) - set(TASK_KINDS)
+    unknown = set(opts.kinds) - set(ALL_KINDS)
     if unknown:
-        raise GroundcodeError(f"unknown task kind(s) {sorted(unknown)}; choose from {TASK_KINDS}")
+        raise GroundcodeError(f"unknown task kind(s) {sorted(unknown)}; choose from {ALL_KINDS}")
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
         raise GroundcodeError(f"two sources share a repository name: {names}")
@@ -207,7 +253,8 @@ def build(sources: list[RepoSource], opts: BuildOptions, out_dir: Path, *, recip
         "recipe": recipe or {},
         "options": asdict(opts) | {"kinds": list(opts.kinds)},
         "repos": repos,
-        "counts": {k: sum(t["kind"] == k for t in all_tasks) for k in TASK_KINDS},
+        "counts": {k: sum(t["kind"] == k for t in all_tasks) for k in ALL_KINDS
+                   if k in TASK_KINDS or k in opts.kinds},
         "tasks_sha256": task_hash(all_tasks),
         "versions": {"python": platform.python_version(), "jedi": _version("jedi")},
     }

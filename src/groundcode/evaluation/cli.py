@@ -89,7 +89,9 @@ def build(
     recipe: Optional[str] = typer.Option(None, help="Build a recipe (e.g. 'standing'); checks its task hash."),
     seed: int = typer.Option(0, help="Sampling seed."),
     kinds: str = typer.Option("function,dereference", "--kinds", "--kind",
-                              help="Task kinds, comma-separated; `api` builds the API-invocation benchmark "
+                              help="Task kinds, comma-separated: function, dereference, name, call, import "
+                                   "(the last three: the four-kind benchmark's cursors; with --recipe they are "
+                                   "built from its packages); `api` builds the API-invocation benchmark "
                                    "(botocore; no sources; --recipe api)."),
     functions_per_repo: int = typer.Option(20, help="Function tasks per repository."),
     methods_per_repo: int = typer.Option(20, help="Methods with dereference tasks per repository (MGD: 20)."),
@@ -108,6 +110,11 @@ def build(
             known = {f.name for f in fields(builder.BuildOptions)}
             opts = builder.BuildOptions(**{k: (tuple(v) if k == "kinds" else v)
                                            for k, v in r.get("options", {}).items() if k in known})
+            asked = tuple(k.strip() for k in kinds.split(",") if k.strip())
+            if asked != ("function", "dereference"):      # other kinds from the recipe's packages
+                from dataclasses import replace as _replace
+                opts = _replace(opts, kinds=asked)
+                r = dict(r, tasks_sha256=None)            # its hash covers its own kinds only
             repos = []
             for pkg in r["packages"]:
                 s = src.resolve(pkg["source"], artifact=pkg.get("artifact"), sha256=pkg.get("sha256"))
@@ -124,8 +131,9 @@ def build(
             r = None
 
         def progress(stats):
-            typer.echo(f"{stats.name}: {stats.function_tasks} function, {stats.dereference_tasks} dereference "
-                       f"tasks ({stats.files} files, analysis {stats.analysis_s}s)", err=True)
+            extra = "".join(f", {getattr(stats, k + '_tasks')} {k}" for k in builder.CURSOR_KINDS if k in opts.kinds)
+            typer.echo(f"{stats.name}: {stats.function_tasks} function, {stats.dereference_tasks} dereference"
+                       f"{extra} tasks ({stats.files} files, analysis {stats.analysis_s}s)", err=True)
 
         manifest = builder.build(repos, opts, out, recipe=r, progress=progress)
     except GroundcodeError as e:

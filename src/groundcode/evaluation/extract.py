@@ -102,3 +102,52 @@ def dereference_method(site: FunctionSite, min_lines: int = 7, min_statements: i
     name = site.scope.rsplit(".", 1)[-1]
     return (site.is_method and name not in INITIALIZERS and site.statements >= min_statements
             and site.end_line - site.def_line + 1 >= min_lines and bool(site.points))
+
+
+# -- the cursor kinds of the four-kind benchmark (issue 40) ------------------------------------
+def name_points(tree: ast.AST, lines: list[str], first: int, last: int) -> list[tuple[int, int]]:
+    """Where a name is read in lines [first, last]: the start of each `Name` in a load position
+    that is not `self`/`cls` nor a builtin (the model must know it from the repository)."""
+    import builtins
+    skip = {"self", "cls"} | set(dir(builtins))
+    pts = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and first <= node.lineno <= last \
+                and node.id not in skip and node.lineno == node.end_lineno:
+            text = lines[node.lineno - 1]
+            col = char_col(text, node.col_offset)
+            if text[col:col + len(node.id)] == node.id:
+                pts.add((node.lineno, col))
+    return sorted(pts)
+
+
+def call_points(tree: ast.AST, lines: list[str], first: int, last: int) -> list[tuple[int, int]]:
+    """Right after the `(` of each call in lines [first, last] that passes arguments, where the
+    `(` follows its callee on the same line."""
+    pts = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not (node.args or node.keywords):
+            continue
+        f = node.func
+        if not (first <= f.end_lineno <= last) or f.end_lineno is None:
+            continue
+        text = lines[f.end_lineno - 1]
+        col = char_col(text, f.end_col_offset)
+        if text[col:col + 1] == "(" and text[col + 1:].strip():
+            pts.add((f.end_lineno, col + 1))
+    return sorted(pts)
+
+
+def import_points(tree: ast.Module, lines: list[str]) -> list[tuple[int, int]]:
+    """Module-level one-line imports: right after `import ` (`import x`) or `from ` (`from x
+    import y`), where the module's name begins."""
+    pts = []
+    for node in tree.body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno != node.end_lineno:
+            continue
+        text = lines[node.lineno - 1]
+        col = char_col(text, node.col_offset)
+        word = "import " if isinstance(node, ast.Import) else "from "
+        if text.startswith(word, col) and text[col + len(word):].strip():
+            pts.append((node.lineno, col + len(word)))
+    return pts

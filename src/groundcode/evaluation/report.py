@@ -23,7 +23,10 @@ LABELS = {"bleu4": "BLEU-4", "codebleu": "CodeBLEU", "edit_sim": "EditSim", "exa
           "import_error": "ImportErr", "no_member": "NoMember"}
 ORDER = list(LABELS)
 KEY_METRICS = {"function": ["success", "dep_coverage", "codebleu", "edit_sim"],
-               "dereference": ["success", "nim", "ism", "pm"]}
+               "dereference": ["success", "nim", "ism", "pm"],
+               "name": ["undefined_name", "nim", "edit_sim", "success"],
+               "call": ["success", "nim", "edit_sim", "undefined_name"],
+               "import": ["import_error", "nim", "exact_match", "edit_sim"]}
 
 
 def load_summaries(paths: list[Path]) -> dict:
@@ -179,7 +182,8 @@ def write_report(summary: dict, out_dir: Path, *, results: list[dict] | None = N
     out_dir.mkdir(parents=True, exist_ok=True)
     configs = list(summary)
     baseline = baseline if baseline in summary else (configs[0] if configs else "")
-    kinds = [k for k in ("function", "dereference") if any(k in summary[c]["kinds"] for c in configs)]
+    kinds = [k for k in ("function", "dereference", "name", "call", "import")
+             if any(k in summary[c]["kinds"] for c in configs)]
     md = [f"# {title}", "", notes, "", f"Baseline for the deltas: `{baseline}`. Values are score@1 (the mean over "
           "all samples); deltas are relative to the baseline, as in the papers' tables. `empty`: samples whose "
           "completion was empty where the function ends (they count as failures for SuccRate).", ""]
