@@ -61,6 +61,17 @@ def test_file_names_is_a_superset_of_bindings_without_members_and_call_keywords(
     assert "member" not in names and "key" not in names
 
 
+def test_visible_names_leave_out_other_functions_locals():
+    from groundcode.languages.python_scope import visible_names
+    before = ("import os\nG = 1\ndef other(p):\n    loc = 1\n    return loc\nclass C:\n    K = 3\n"
+              "    def m(\n        self,\n        arg,\n    ):\n        '''doc\ntext at column 0\n        '''\n"
+              "        v = 1\n")
+    after = "        w = 2\n    def later(self):\n        zz = 1\ndef below(): pass\n"
+    names = visible_names(before, after)
+    assert {"os", "G", "other", "C", "self", "arg", "v", "w", "below"} <= names
+    assert not {"loc", "p", "K", "zz"} & names
+
+
 @pytest.mark.parametrize("code, why", [("from x import *\n", "star import"), ("globals()['a'] = 1\n", "globals()"),
                                        ("exec(src)\n", "exec()"), ("s = 'from x import *'\n", None)])
 def test_opaque_files_say_why(code, why):
@@ -199,6 +210,16 @@ def test_an_import_inside_try_fails_open_as_conditional(tiny_lm, names_repo):
     assert "import eventlet_not_here" in out.completion, out.completion
     (rec,) = [t for t in out.triggers if t.kind == "import"]
     assert rec.failed_open and rec.reason == "conditional import"
+
+
+def test_a_local_of_another_function_is_redone(tiny_lm, names_repo):
+    p = names_repo / "app.py"
+    p.write_text(p.read_text() + "\n\ndef neighbour():\n    only_there = 1\n    return only_there\n")
+    out = _complete(tiny_lm, names_repo, "total = only_there + 1\n", max_new=40)
+    recs = [t for t in out.triggers if t.kind == "name"]
+    assert len(recs) == 1, (out.completion, out.triggers)
+    rec = recs[0]
+    assert rec.rolled_back and rec.chosen != "only_there" and "only_there" not in out.completion, out.completion
 
 
 def test_a_name_inside_a_function_the_completion_defines_fails_open(tiny_lm, names_repo):

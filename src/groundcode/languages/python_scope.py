@@ -245,3 +245,118 @@ def _import_uses(node, offset) -> list[ImportUse]:
         if not node.is_star_import() else []
     start = offset(paths[0]) if paths else offset(node.children[1])
     return [ImportUse(module, start, names=names, parts=[(p.value, offset(p)) for p in paths])]
+
+
+# -- names visible at a cursor ----------------------------------------------------------------
+_HEADER = re.compile(r"([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+\w")
+
+
+def _open_scopes(before: str) -> list[tuple[int, str, int]]:
+    """(indent, "def" | "class", offset of its line) of the def/class blocks still open at the
+    end of `before`, outermost first, read from indentation (lines inside triple-quoted strings,
+    blank lines and comments are skipped; a string's text at column 0 may close too much: the
+    caller's superset then grows, never shrinks)."""
+    stack: list[tuple[int, str, int]] = []
+    in_str, quote = False, ""
+    depth = 0                              # brackets open from earlier lines (continuations)
+    off = 0
+    for line in before.splitlines(keepends=True):
+        start, off = off, off + len(line)
+        body = line.strip()
+        if in_str:
+            if quote in line:
+                in_str = line.count(quote) % 2 == 0
+            continue
+        if not body or body.startswith("#"):
+            continue
+        if depth <= 0:
+            ind = len(line) - len(line.lstrip(" \t"))
+            while stack and stack[-1][0] >= ind:
+                stack.pop()
+            m = _HEADER.match(line)
+            if m:
+                stack.append((ind, m.group(2), start))
+        depth = max(0, depth + _bracket_delta(line))
+        for q in ('"""', "'''"):
+            if line.count(q) % 2 == 1:
+                in_str, quote = True, q
+                break
+    return stack
+
+
+_PLAIN = re.compile(r"""'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|#.*""")
+
+
+def _bracket_delta(line: str) -> int:
+    code = _PLAIN.sub("", line)
+    return sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+
+
+def _block_end(after: str, indent: int) -> int:
+    """Where the block opened at `indent` ends in `after`: the first code line indented at or
+    left of it (len(after) if none)."""
+    off = 0
+    in_str, quote = False, ""
+    depth = 0
+    for line in after.splitlines(keepends=True):
+        start, off = off, off + len(line)
+        if in_str:
+            if quote in line:
+                in_str = line.count(quote) % 2 == 0
+            continue
+        body = line.strip()
+        if depth <= 0 and body and not body.startswith("#") \
+                and len(line) - len(line.lstrip(" \t")) <= indent and start > 0:
+            return start
+        depth = max(0, depth + _bracket_delta(line))
+        for q in ('"""', "'''"):
+            if line.count(q) % 2 == 1:
+                in_str, quote = True, q
+                break
+    return len(after)
+
+
+@lru_cache(maxsize=16)
+def module_names(code: str) -> frozenset:
+    """The names `code` binds at module level (parso: imports, defs, classes, assignments, loop
+    and with targets outside any function or class) and every name a `global` statement names."""
+    module = parso.parse(code, error_recovery=True)
+    out: set[str] = set()
+    for name, uses in module.get_used_names().items():
+        for n in uses:
+            p = n.parent
+            if p is not None and p.type == "global_stmt":
+                out.add(name)
+                break
+            if n.is_definition() and _owner(n) == "file_input":
+                out.add(name)
+                break
+    return frozenset(out)
+
+
+def _owner(name) -> str:
+    """The type of the scope a definition name belongs to."""
+    p = name.parent
+    if p.type in ("funcdef", "classdef") and p.children[1] is name:
+        p = p.parent                      # `def f`: f belongs to the scope around the def
+    while p is not None and p.type not in ("funcdef", "classdef", "lambdef", "file_input"):
+        p = p.parent
+    return p.type if p is not None else "file_input"
+
+
+def visible_names(before: str, after: str) -> frozenset:
+    """A superset of the names a load at the end of `before` may read (builtins apart): what the
+    module binds (parso, on the file outside the outermost function around the cursor) and every
+    identifier of that function (its parameters, its locals, its closures' and nested scopes'),
+    or of the class body the cursor is in. Names local to *other* functions are not visible —
+    the hallucination a whole-file superset lets through (a local of the function next door)."""
+    scopes = _open_scopes(before)
+    outer = next((s for s in scopes if s[1] == "def"), None)
+    if outer is None and scopes:
+        outer = scopes[-1]                # directly in a class body: its names are in scope
+    if outer is None:
+        return module_names(before + "\n" + after)
+    ind, _, start = outer
+    end = _block_end(after, ind)
+    region = before[start:] + "\n" + after[:end]
+    return module_names(before[:start] + "\n" + after[end:]) | file_names(region)

@@ -6,8 +6,9 @@ States (one row):
     WAIT     free decoding. Each logical line of generated code, once complete (a newline
              outside brackets; the row's last line when the row settles), is read by parso
              (languages/python_scope.py): the names it loads are looked up in what exists —
-             builtins, every name the file binds (a superset: before and after the cursor, any
-             scope), the names the generated lines bind, and the line's own bindings; its
+             builtins, the names visible at the cursor (what the module binds, and every name of
+             the function around it: a superset that leaves out other functions' locals), the
+             names the generated lines bind, and the line's own bindings; its
              imports are resolved on the file system (languages/python_modules.py: the
              repository, the standard library, the analyzer's site-packages), and each name
              `from m import` takes must be one the module's file binds (or a submodule). A name
@@ -44,7 +45,7 @@ import numpy as np
 from ...analysis.base import NamesQuery
 from ...analysis.wait import PatientWait
 from ...languages.python_modules import module_index
-from ...languages.python_scope import EXPRESSION_WORDS, IMPLICIT, file_names, line_uses, opaque
+from ...languages.python_scope import EXPRESSION_WORDS, IMPLICIT, line_uses, opaque, visible_names
 from ...pycode import Lexer, indent_width
 from .base import Guide, Rollback, RowView, TriggerRecord
 from .narrowing import Narrowing, is_dunder
@@ -70,7 +71,7 @@ class NamesMonitor(Guide):
         self.prefix = ctx.lex_prefix
         self.lexer = Lexer(self.prefix)
         self.file_code = ctx.before + "\n" + ctx.after
-        self._known = None                 # file_names(file_code), read when first needed
+        self._known = None                 # visible_names(before, after), read when first needed
         self._why = opaque(self.file_code) if self.check_names else None
         self._ticket = self._answer = None
         if self._why == "star import" and self.analyzer is not None:
@@ -223,7 +224,7 @@ class NamesMonitor(Guide):
         if name in IMPLICIT or name in EXPRESSION_WORDS or name in binds:
             return False
         if self._known is None:
-            self._known = file_names(self.file_code)
+            self._known = visible_names(self.ctx.before, self.ctx.after)
         if name in self._known:
             return False
         if self._answer is None and self._ticket is not None:
@@ -248,7 +249,7 @@ class NamesMonitor(Guide):
 
     def _candidates(self, binds) -> frozenset:
         if self._known is None:
-            self._known = file_names(self.file_code)
+            self._known = visible_names(self.ctx.before, self.ctx.after)
         extra = self._answer.names if self._answer is not None and not self._answer.failed else frozenset()
         return frozenset(n for n in (IMPLICIT | EXPRESSION_WORDS | self._known | binds | extra)
                          if n.isidentifier())
