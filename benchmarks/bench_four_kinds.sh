@@ -4,7 +4,8 @@
 # greedy with two arms (default: the member monitor alone vs with the names monitor), scored by
 # pylint — the hallucination rate of each kind judged by pylint, never by the monitor that was
 # asked: undefined_name (undefined-variable), import_error (import-error, no-name-in-module),
-# no_member — with paired 95% intervals per kind (benchmarks/paired_diff.py).
+# no_member — with paired 95% intervals per kind (benchmarks/paired_diff.py), and the rates net
+# of what the reference itself has (benchmarks/hallucinations.py).
 #
 #   bash benchmarks/bench_four_kinds.sh      (env: RECIPE=standing|heldout, KINDS="name import",
 #        LIMIT=60 per kind, ARMS="monitored monitored+names", MODEL=smollm2-135m, R=results dir,
@@ -35,11 +36,13 @@ for A in $ARMS; do
   $GC bench run "$BENCH/tasks.jsonl" --kinds "$KLIST" --limit "$LIMIT" --config "$A" $(flags "$A") \
     --max-new-tokens 96 --max-prompt-tokens 1024 --model "$MODEL" --out "$W/samples.jsonl"
 done
+$GC bench run "$BENCH/tasks.jsonl" --kinds "$KLIST" --limit "$LIMIT" --config reference --oracle --out "$W/samples.jsonl"
 $GC bench score "$BENCH/tasks.jsonl" "$W/samples.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json"
 set -- $ARMS
 for K in $KINDS; do
   python3 benchmarks/paired_diff.py "$W/results.jsonl" --a "$1" --b "$2" --kind "$K" --out "$R/paired_${2}_vs_${1}_$K.json" || true
 done
+python3 benchmarks/hallucinations.py "$W/results.jsonl" --a "$1" --b "$2" --out "$R/hallucinations_${2}_vs_${1}.json"
 python3 - "$R/timing.json" "$RECIPE" "$MODEL" "$LIMIT" "$KINDS" <<'PY'
 import json, os, subprocess, sys
 out, recipe, model, limit, kinds = sys.argv[1:6]

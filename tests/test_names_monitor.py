@@ -228,3 +228,16 @@ def test_a_name_inside_a_function_the_completion_defines_fails_open(tiny_lm, nam
     assert "return later_defined()" in out.completion, out.completion
     recs = [t for t in out.triggers if t.kind == "name"]
     assert recs and all(t.failed_open and t.reason == "nested function" for t in recs), recs
+
+
+def test_complete_takes_names_and_stays_local(names_repo):
+    import json as _json
+    from typer.testing import CliRunner
+    from groundcode.cli import app
+    r = CliRunner().invoke(app, ["complete", f"{names_repo}/app.py:9:4", "--repo", str(names_repo), "--json",
+                                 "--model", "tiny", "--names", "--max-new-tokens", "12"])
+    assert r.exit_code == 0, r.output
+    d = _json.loads(r.stdout.strip().splitlines()[-1])
+    assert "completion" in d and all("kind" in t for t in d["triggers"])
+    r = CliRunner().invoke(app, ["complete", f"{names_repo}/app.py:9:4", "--names", "--server", "http://127.0.0.1:9"])
+    assert r.exit_code == 2 and "--names" in r.output       # a server cannot take it: refused, not dropped

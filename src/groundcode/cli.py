@@ -76,9 +76,13 @@ def _print_triggers(gen, seconds: float) -> None:
             note.append(f"by {tr.analyzer}")
         if tr.vocabulary and not tr.failed_open:
             note.append(f"project names ({tr.vocabulary.split(':')[0]})")
+        kind = getattr(tr, "kind", "member")
+        if kind != "member":                  # the names monitor: a name read, an import
+            note.append(f"{kind} missing" if not tr.failed_open and tr.rolled_back else kind)
         if getattr(tr, "cut", None) is not None:
-            note.append(f"cut at {tr.receiver}.{tr.cut} ({gen.finish_reason}): not shown")
-        t.add_row(tr.receiver, str(tr.candidates), tr.chosen or "-", f"{tr.analysis_ms:.1f}",
+            where = f"{tr.receiver}.{tr.cut}" if kind == "member" else tr.cut
+            note.append(f"cut at {where} ({gen.finish_reason}): not shown")
+        t.add_row(tr.receiver or ("(scope)" if kind == "name" else ""), str(tr.candidates), tr.chosen or "-", f"{tr.analysis_ms:.1f}",
                   "hit" if tr.cache_hit else "miss", ", ".join(note))
     err.print(t)
 
