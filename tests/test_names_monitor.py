@@ -84,7 +84,8 @@ def proj(tmp_path):
     root = tmp_path / "proj"
     (root / "pkg" / "sub").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text("from .core import Engine\nVERSION = 1\n")
-    (root / "pkg" / "core.py").write_text("class Engine:\n    pass\n\ndef start(): pass\n")
+    (root / "pkg" / "core.py").write_text("class Engine:\n    pass\n\ndef start():\n    hidden = 1\n\n"
+                                          "try:\n    import fast as speed\nexcept ImportError:\n    speed = None\n")
     (root / "pkg" / "sub" / "__init__.py").write_text("")
     (root / "pkg" / "lazy.py").write_text("def __getattr__(name):\n    return name\n")
     (root / "scripts").mkdir()
@@ -104,6 +105,9 @@ def test_module_index_resolves_the_workspace_the_standard_library_and_relative_i
     assert idx.resolve("..core", proj / "pkg" / "sub" / "x.py").kind == "found"
     assert {"Engine", "VERSION", "core", "sub"} <= idx.exports(idx.resolve("pkg"))
     assert idx.exports(idx.resolve("pkg.lazy")) is None       # module __getattr__: cannot tell
+    core = idx.exports(idx.resolve("pkg.core"))
+    assert {"Engine", "start", "speed"} <= core and "hidden" not in core   # module level only
+    assert idx.resolve("pkg.core.deeper").kind == "missing"    # a module file is no package
     (proj / "made_later.py").write_text("")                 # created after the index was built
     assert idx.resolve("made_later").kind == "found"
 

@@ -6,7 +6,8 @@ module index. Nothing is imported and no interpreter runs (a repository's own co
     index.resolve("a.b", path)              # Resolved(kind, where, why) for `import a.b` from
                                             # the file `path` (relative imports resolve against it)
     index.top_level()                       # every top-level module name it can see
-    index.exports(resolved)                 # the names `from a.b import ...` may take, or None
+    index.exports(resolved)                 # the names `from a.b import ...` may take (what the
+                                            # module binds at module level, its submodules), or None
                                             # (unknown: an extension module, `__getattr__`, ...)
 
 Where it looks: the standard library (sys.stdlib_module_names and the builtin modules); the
@@ -28,7 +29,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .python_scope import file_names, opaque
+from .python_scope import module_names, opaque
 
 _EXTS = (".py", ".pyi", ".pyc")
 _NATIVE = re.compile(r"\.(?:cpython|abi3|pypy)[^/]*\.(?:so|pyd)$|\.(?:so|pyd)$")
@@ -299,9 +300,11 @@ class ModuleIndex:
         cur = first
         for i, part in enumerate(rest):
             if not cur.is_dir():
-                # a module file's attribute (`os.path`): an import of a non-package fails at run
-                # time unless the module puts it in sys.modules; never blocked
-                return Resolved("unknown", why=f"{name} is not a package")
+                # a module file is no package: `import a.b` fails unless the module puts `a.b`
+                # in sys.modules itself (`os.path`), which is not judged
+                if cur.suffix not in (".py", ".pyi") or _registers_modules(cur):
+                    return Resolved("unknown", why=f"{name} is not a package")
+                return Resolved("missing", why=".".join([name, *rest[: i + 1]]))
             nxt = _entries(cur).get(part)
             if nxt is None:
                 init = cur / "__init__.py"
@@ -315,9 +318,11 @@ class ModuleIndex:
         return Resolved("found", where=cur)
 
     def exports(self, res: Resolved) -> frozenset | None:
-        """The names `from <module> import name` may take: the module file's names (a superset,
-        file_names) and a package's submodules; None where that cannot be told (an extension
-        module, a module with `__getattr__`, star imports, no source)."""
+        """The names `from <module> import name` may take: what the module's file (and a stub
+        beside it) binds at module level (python_scope.module_names: imports, defs, classes,
+        assignments, conditional ones included) and a package's submodules; None where that
+        cannot be told (an extension module, a module with `__getattr__`, star imports, no
+        source)."""
         names: set[str] = set()
         if res.package is not None:
             names |= self.submodules(res.package)
@@ -335,10 +340,17 @@ class ModuleIndex:
         stub = where.with_suffix(".pyi")
         if where.suffix == ".py" and stub.is_file():      # a stub beside the module: both count
             try:
-                names |= file_names(stub.read_text(errors="replace"))
+                names |= module_names(stub.read_text(errors="replace"))
             except OSError:
                 pass
-        return frozenset(names | file_names(code))
+        return frozenset(names | module_names(code))
+
+
+def _registers_modules(path: Path) -> bool:
+    try:
+        return "sys.modules" in path.read_text(errors="replace")
+    except OSError:
+        return True
 
 
 def _dynamic(init: Path) -> bool:
