@@ -245,3 +245,10 @@ def test_complete_takes_names_and_stays_local(names_repo):
     assert "completion" in d and all("kind" in t for t in d["triggers"])
     r = CliRunner().invoke(app, ["complete", f"{names_repo}/app.py:9:4", "--names", "--server", "http://127.0.0.1:9"])
     assert r.exit_code == 2 and "--names" in r.output       # a server cannot take it: refused, not dropped
+
+
+def test_open_scopes_read_through_multi_line_strings_in_brackets():
+    from groundcode.languages.python_scope import _open_scopes
+    before = ('CHANGES = [\n    ("1.0",\n     """\n     text (with [brackets\n     """),\n]\n'
+              "class Model:\n    def update(self, a=1,\n               b=2):\n        x = 1\n")
+    assert [(i, k) for i, k, _ in _open_scopes(before)] == [(0, "class"), (4, "def")]

@@ -266,6 +266,8 @@ def _open_scopes(before: str) -> list[tuple[int, str, int]]:
         if in_str:
             if quote in line:
                 in_str = line.count(quote) % 2 == 0
+                if not in_str:            # closed here: what follows it counts (`"""),`)
+                    depth = max(0, depth + _bracket_delta(line[line.rindex(quote) + 3:]))
             continue
         if not body or body.startswith("#"):
             continue
@@ -276,12 +278,20 @@ def _open_scopes(before: str) -> list[tuple[int, str, int]]:
             m = _HEADER.match(line)
             if m:
                 stack.append((ind, m.group(2), start))
-        depth = max(0, depth + _bracket_delta(line))
+        depth = max(0, depth + _bracket_delta(_before_open_string(line)))
         for q in ('"""', "'''"):
             if line.count(q) % 2 == 1:
                 in_str, quote = True, q
                 break
     return stack
+
+
+def _before_open_string(line: str) -> str:
+    """The line up to a triple-quoted string it opens and leaves open (its text is no code)."""
+    for q in ('"""', "'''"):
+        if line.count(q) % 2 == 1:
+            return line[: line.rindex(q)]
+    return line
 
 
 _PLAIN = re.compile(r"""'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|#.*""")
@@ -303,12 +313,14 @@ def _block_end(after: str, indent: int) -> int:
         if in_str:
             if quote in line:
                 in_str = line.count(quote) % 2 == 0
+                if not in_str:
+                    depth = max(0, depth + _bracket_delta(line[line.rindex(quote) + 3:]))
             continue
         body = line.strip()
         if depth <= 0 and body and not body.startswith("#") \
                 and len(line) - len(line.lstrip(" \t")) <= indent and start > 0:
             return start
-        depth = max(0, depth + _bracket_delta(line))
+        depth = max(0, depth + _bracket_delta(_before_open_string(line)))
         for q in ('"""', "'''"):
             if line.count(q) % 2 == 1:
                 in_str, quote = True, q

@@ -38,6 +38,7 @@ Test: tests/test_names_monitor.py.
 """
 from __future__ import annotations
 
+import keyword
 import re
 
 import numpy as np
@@ -51,6 +52,8 @@ from .base import Guide, Rollback, RowView, TriggerRecord
 from .narrowing import Narrowing, is_dunder
 
 WAIT, NARROW = "wait", "narrow"
+_HARD = frozenset(keyword.kwlist)                 # never a name: never judged
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")   # a name not after a dot (strings too: a superset)
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)\b")
 
 
@@ -116,10 +119,31 @@ class NamesMonitor(Guide):
         self.redone = self.redone | {at}
 
     def final_upto(self, row: RowView) -> int:
+        """Text from the unchecked line's start is held back only while that line writes a
+        name that may be missing (every name it writes exists: the text is final)."""
+        if self.state != NARROW and not self._suspect(row):
+            return len(row.text)
         start = self.line_at - len(self.prefix)
         if start <= 0:
             return 0
         return _token_start(row, start)
+
+    def _suspect(self, row: RowView) -> bool:
+        """Might a proposal still cut inside the unchecked line? Yes while a name is being
+        written (the text ends in one: `json` may become `jsonn`), on an import line (a module
+        and the names it exports are judged apart from scope), or where a name is not known."""
+        tail = (self.prefix + row.text)[max(self.line_at, len(self.prefix)):]
+        if tail[-1:].isalnum() or tail[-1:] == "_" or "import" in tail:
+            return True
+        for m in _NAME.finditer(tail):
+            name = m.group(0)
+            if name in IMPLICIT or name in EXPRESSION_WORDS or name in _HARD or name in self.binds:
+                continue
+            if self._known is None:
+                self._known = visible_names(self.ctx.before, self.ctx.after)
+            if name not in self._known:
+                return True
+        return False
 
     # -- decoding -----------------------------------------------------------------------------
     def mask(self, row: RowView) -> np.ndarray | None:
@@ -156,8 +180,11 @@ class NamesMonitor(Guide):
         return self._check_line(row, full, self.line_at, len(full), last=True)
 
     def end_at(self, row: RowView, reason: str) -> int:
-        """Cut from outside: the text ends before the line of the first missing name."""
+        """Cut from outside (a deadline, a cancel, the length limit): the text ends before the
+        line of the first missing name."""
         full = self.prefix + row.text
+        if reason in ("stop", "eos"):      # the row's own end (settled; text past a guide's
+            return len(row.text)           # stop cut is not shown, never judged)
         if self.state == NARROW and self.record is not None:
             self.record.cut = self.narrow.typed
             return max(0, self.line_at - len(self.prefix))
