@@ -180,11 +180,13 @@ class NamesMonitor(Guide):
         return self._check_line(row, full, self.line_at, len(full), last=True)
 
     def end_at(self, row: RowView, reason: str) -> int:
-        """Cut from outside (a deadline, a cancel, the length limit): the text ends before the
+        """Cut from outside (a deadline, a cancel): the text ends before the
         line of the first missing name."""
         full = self.prefix + row.text
-        if reason in ("stop", "eos"):      # the row's own end (settled; text past a guide's
-            return len(row.text)           # stop cut is not shown, never judged)
+        if reason not in ("deadline", "cancelled"):   # the row's own end (settled; text past
+            return len(row.text)           # a stop cut is not shown), or the length limit (its
+                                           # last line is unfinished anyway: cutting it leaves
+                                           # a dangling `if …:` header, seen on the benchmark)
         if self.state == NARROW and self.record is not None:
             self.record.cut = self.narrow.typed
             return max(0, self.line_at - len(self.prefix))

@@ -80,8 +80,10 @@ class TsNamesMonitor(NamesMonitor):
         """Cut from outside: the text ends before the line where a missing name (or the name
         being redone) begins."""
         full = self.prefix + row.text
-        if reason in ("stop", "eos"):      # the row's own end (settled; text past a guide's
-            return len(row.text)           # stop cut is not shown, never judged)
+        if reason not in ("deadline", "cancelled"):   # the row's own end (settled; text past
+            return len(row.text)           # a stop cut is not shown), or the length limit (its
+                                           # last line is unfinished anyway: cutting it leaves
+                                           # a dangling `if …:` header, seen on the benchmark)
         bad = self.state == "narrow"
         if bad and self.record is not None:
             self.record.cut = self.narrow.typed
