@@ -52,6 +52,7 @@ from .base import Guide, Rollback, RowView, TriggerRecord
 from .narrowing import Narrowing, is_dunder
 
 WAIT, NARROW = "wait", "narrow"
+_LAST = re.compile(r"\w+$")
 _HARD = frozenset(keyword.kwlist)                 # never a name: never judged
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")   # a name not after a dot (strings too: a superset)
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)\b")
@@ -133,8 +134,11 @@ class NamesMonitor(Guide):
         written (the text ends in one: `json` may become `jsonn`), on an import line (a module
         and the names it exports are judged apart from scope), or where a name is not known."""
         tail = (self.prefix + row.text)[max(self.line_at, len(self.prefix)):]
-        if tail[-1:].isalnum() or tail[-1:] == "_" or "import" in tail:
+        if "import" in tail:
             return True
+        last = _LAST.search(tail)
+        if last is not None and tail[last.start() - 1: last.start()] != ".":
+            return True                   # a name being written (a member's is not ours)
         for m in _NAME.finditer(tail):
             name = m.group(0)
             if name in IMPLICIT or name in EXPRESSION_WORDS or name in _HARD or name in self.binds:
