@@ -304,7 +304,12 @@ class NamesMonitor(Guide):
                 continue
             if res.kind == "missing":
                 part, names = self._missing_part(index, use, res)
-                if part is None or a + part[1] in self.redone:
+                if part is None:               # no name could stand there (a module file's
+                    row.triggers.append(TriggerRecord(  # "submodule"): nothing to redo it with
+                        receiver=use.module, candidates=0, failed_open=True, reason="no candidate",
+                        asked=False, analyzer="modules", kind="import"))
+                    continue
+                if a + part[1] in self.redone:
                     continue
                 p = self._propose(row, part[0], a + part[1], "unknown module", names, "import")
                 if p is not None:
