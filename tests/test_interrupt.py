@@ -28,7 +28,7 @@ def _worker_started(parent: int) -> bool:
     return False
 
 
-def test_ctrl_c_during_generate_prints_one_line_and_exits_130(shop_repo):
+def _generate_and_interrupt(shop_repo) -> tuple[int, str]:
     env = dict(os.environ, PYTHONPATH=str(SRC), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                PYTHONWARNINGS="ignore")
     proc = subprocess.Popen([sys.executable, "-c", "from groundcode.cli import main; main()", "generate",
@@ -47,5 +47,15 @@ def test_ctrl_c_during_generate_prints_one_line_and_exits_130(shop_repo):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == 130
+    return proc.returncode, err
+
+
+def test_ctrl_c_during_generate_prints_one_line_and_exits_130(shop_repo):
+    # the tiny model may finish the body within the half second (an idle machine): that run was
+    # not interrupted (exit 0), so it proves nothing either way and is run again
+    for _ in range(3):
+        code, err = _generate_and_interrupt(shop_repo)
+        if code != 0:
+            break
+    assert code == 130, err
     assert "Traceback" not in err and err.strip() == "interrupted", err
