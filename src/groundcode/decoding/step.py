@@ -185,7 +185,8 @@ class RowStep:
             return False
         length, winners = Checkpoints.resolve(proposals)
         if length < r.final_k:
-            raise RuntimeError(f"a guide cut below text it had declared final ({length} < {r.final_k} tokens)")
+            who = ", ".join(sorted({f"{type(g).__name__} ({p.reason})" for g, p in proposals if p.length == length}))
+            raise RuntimeError(f"a guide cut below text it had declared final ({length} < {r.final_k} tokens: {who})")
         self.cut(r, length, winners)
         events.append(Event(ROLLBACK, r.id, length=length, text=r.text_stream.reset(r.view.tokens)))
         self._new_triggers(r, events)
