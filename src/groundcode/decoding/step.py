@@ -28,8 +28,6 @@ Not here: sampling a batch, feeding the model (engine.py), drafts (drafts.py), t
 """
 from __future__ import annotations
 
-import logging
-
 import bisect
 import time
 from dataclasses import replace
@@ -42,8 +40,6 @@ from .guides.base import Stop, as_rollback
 from .masking import combine, keep_only
 from .rows import FINAL, FINISHED, ROLLBACK, STOP, TOKEN, TRIGGER, Event, RowOutput
 from .sampling import sample_rows
-
-log = logging.getLogger(__name__)
 
 
 def mask_of(view, guides):
@@ -189,18 +185,8 @@ class RowStep:
             return False
         length, winners = Checkpoints.resolve(proposals)
         if length < r.final_k:
-            # text already declared final (maybe streamed) is never taken back: the proposals
-            # are declined, as a host that cannot roll back declines them (the guides carry on
-            # as if accepted). A guide that proposes this broke its final_upto promise: logged
-            # (the dereference monitor's late answers do, session 17's note) instead of
-            # failing the request
             who = ", ".join(sorted({f"{type(g).__name__} ({p.reason})" for g, p in proposals if p.length == length}))
-            log.warning("a guide proposed a cut below final text (%d < %d tokens: %s): declined",
-                        length, r.final_k, who)
-            for g, p in proposals:
-                g.declined(r.view, p)
-            r.ck.mark()
-            return False
+            raise RuntimeError(f"a guide cut below text it had declared final ({length} < {r.final_k} tokens: {who})")
         self.cut(r, length, winners)
         events.append(Event(ROLLBACK, r.id, length=length, text=r.text_stream.reset(r.view.tokens)))
         self._new_triggers(r, events)
