@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import re
 from collections import defaultdict
 from pathlib import Path
+
+from paired_diff import bootstrap as _bootstrap   # benchmarks/: the paired tasks resampled, seeded
 
 KINDS = {"name": ("undefined-variable",), "import": ("import-error", "no-name-in-module"),
          "member": ("no-member",)}
@@ -37,13 +38,6 @@ def _marks(messages: list[str]) -> dict[str, set]:
                 q = _QUOTED.findall(text)
                 out[kind].add((sym, q[0] if q else text))
     return out
-
-
-def _bootstrap(d: list[float], n: int = 10_000, seed: int = 0) -> tuple[float, float]:
-    rng = random.Random(seed)
-    k = len(d)
-    means = sorted(sum(d[rng.randrange(k)] for _ in range(k)) / k for _ in range(n))
-    return means[int(0.025 * n)], means[int(0.975 * n) - 1]
 
 
 def main() -> None:
