@@ -164,6 +164,33 @@ def test_an_answer_later_than_the_horizon_fails_open():
     assert not mon.late and row.triggers[0].failed_open and row.triggers[0].reason == "late"
 
 
+def test_an_answer_given_up_stays_given_up_after_a_cut_to_before_it_was():
+    """`groundcode generate` of the shop fixture's Cart.last failed in about half the runs:
+    an answer given up as late (its name declared final) came back with an older checkpoint
+    restored by a later trigger's cut, landed, and proposed a cut below the final text."""
+    an = SlowAnalyzer()
+    mon = DereferenceMonitor(an, horizon=4)
+    row = _row()
+    mon.reset(row)
+    for tok in ["return", " ", "self", ".", "foo", "(", "self", "."]:
+        _feed(mon, row, tok)                       # `foo` owed; the second trigger at token 8
+    assert len(mon.late) == 1 and mon.state == SPEC
+    _feed(mon, row, "foo")                         # 9 - 4 > 4: the first answer is given up
+    assert not mon.late and row.triggers[0].reason == "late"
+    final = mon.final_upto(row)
+    assert final == len("return self.foo(self")    # the first name is final text now
+    _feed(mon, row, "(")                           # the second name is owed
+    an.land()                                      # both answers land: neither is a member
+    kind, back = _feed(mon, row, ")")
+    assert back == 8 and row.text == "return self.foo(self." and mon.state == NARROW
+    assert not mon.late and mon.final_upto(row) >= final   # not revived by the restore
+    kind, allowed = _feed(mon, row, "foo")
+    assert kind == "resample" and "size" in allowed
+    kind, back = _feed(mon, row, "size")
+    assert back is None and row.text == "return self.foo(self.size"
+    assert mon.settle(row) is None and row.triggers[0].chosen == "foo"
+
+
 class Timed:
     """An answer that lands `delay` seconds after it was asked, whatever the caller's deadline."""
     def __init__(self, answer, delay):

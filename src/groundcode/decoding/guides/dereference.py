@@ -174,6 +174,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         self.late: tuple = ()                     # answers still owed for names already written:
                                                   # (ticket, record, name, checkpoint, need, dot count, extra)
         self._pending = None                      # (token, trigger, triggers before, ids) of check()
+        self.given_up: dict = {}                  # answers given up (id -> ticket): never revived
 
     # -- checkpoints (the engine's) ----------------------------------------------------------
     def _snap(self) -> tuple:
@@ -197,6 +198,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             if time.perf_counter() - self._asked_at < (limit or self.analyzer.deadline() or 2.0):
                 return True
             self.record.reason = "timeout"        # failed open (the record says so already)
+            self._give_up(self.ticket)
             self.ticket, self.state = None, WAIT
         else:
             self._poll_spec(row)                  # landed: the name is written under the mask
@@ -216,7 +218,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         if self.nar is not None:
             self.nar.restore(ns)
         self._pending = None
-        self._snap_cache = s
+        self._snap_cache = None if self._revive_none() else s
         self.lexer.rewind(len(self.prefix) + len(row.text))
 
     # -- analysis -----------------------------------------------------------------------------

@@ -115,6 +115,7 @@ class SpeculationLedger:
         if a is None:
             if len(row.tokens) - self.dot_tokens > self.horizon:
                 self.record.reason = "late"
+                self._give_up(self.ticket)
                 self.ticket = None
                 self.state = WAIT
             return None
@@ -152,6 +153,8 @@ class SpeculationLedger:
                     rec.reason = "late"
                 else:
                     keep.append(entry)
+                    continue
+                self._give_up(ticket)
                 continue
             nar = self._narrowing(row, rec, a, extra)
             if nar is None or nar.fits(name):
@@ -160,6 +163,26 @@ class SpeculationLedger:
             return Rollback(checkpoint, "not a member", (nar, rec, need))
         self.late = tuple(keep)
         return None
+
+    def _give_up(self, ticket) -> None:
+        """An answer given up (late, timed out) stays given up: the text after its name may be
+        declared final from then on, and a cut back to a checkpoint taken while it was owed
+        (ours or another guide's) must not revive it — an answer landing after that would
+        propose a cut below final text. Not part of the snapshot, on purpose."""
+        self.given_up[id(ticket)] = ticket
+
+    def _revive_none(self) -> bool:
+        """After a restore: drop what the restored state still owes but was given up since
+        (True: the state changed)."""
+        g = self.given_up
+        late = tuple(e for e in self.late if id(e[0]) not in g)
+        changed = len(late) != len(self.late)
+        self.late = late
+        if self.ticket is not None and id(self.ticket) in g:
+            self.ticket, changed = None, True
+            if self.state in (SPEC, FREE, PENDING):
+                self.state = WAIT                 # as when it was given up
+        return changed
 
     def _owed_tickets(self) -> list:
         owed = [e[0] for e in self.late]
@@ -181,10 +204,11 @@ class SpeculationLedger:
         if owed and not row.polled:
             self.waits.wait(owed, self.analyzer.deadline() or 2.0, row.cancelled)
         if self.ticket is not None and self.state in (SPEC, FREE, PENDING):
-            a = self.ticket.result(0)
+            a, ticket = self.ticket.result(0), self.ticket
             self.ticket = None
             if a is None:
                 self.record.reason = "timeout"
+                self._give_up(ticket)
             # the row ends here, so the name is as long as it gets: it must be a whole member
             # (`return self.` + EOS, or a name cut short, is rolled back and redone)
             elif self._answered(row, self.record, a) and not (
