@@ -40,7 +40,8 @@ def _generate_and_interrupt(shop_repo) -> tuple[int, str]:
         while not _worker_started(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert proc.poll() is None, "generate ended before the analysis worker started"
-        time.sleep(0.1)                          # the worker is up and may be answering
+        # at once: the worker may still be importing its modules (it printed a traceback of
+        # its own there before spawns blocked SIGINT, isolated_spawn.py)
         os.killpg(proc.pid, signal.SIGINT)       # as a terminal does: every process of the group
         _, err = proc.communicate(timeout=30)
     finally:
@@ -52,11 +53,10 @@ def _generate_and_interrupt(shop_repo) -> tuple[int, str]:
 
 def test_ctrl_c_during_generate_prints_one_line_and_exits_130(shop_repo):
     # the tiny model may finish the body before the signal lands (an idle machine): that run was
-    # not interrupted (exit 0; or 2 where it hit the dereference monitor's known cut below final
-    # text, see the session 17 note), so it proves nothing about Ctrl-C and is run again
+    # not interrupted (exit 0), so it proves nothing about Ctrl-C and is run again
     for _ in range(4):
         code, err = _generate_and_interrupt(shop_repo)
-        if code == 130 or "interrupted" in err:
+        if code != 0:
             break
     assert code == 130, err
     assert "Traceback" not in err and err.strip() == "interrupted", err

@@ -12,12 +12,19 @@ child gain `-I` (isolated mode: no current or script directory on sys.path, no P
 variables, no user site); the worker then takes the parent's sys.path from spawn's preparation
 data, as it always does. Only launches made by this thread inside the block are changed (a
 thread-local switch on multiprocessing.util's flag function, installed once).
+
+Inside the block this thread also blocks SIGINT, and a child starts with its parent's signal
+mask: a terminal's Ctrl-C reaches the whole process group, and a worker still importing its
+modules when it lands printed a KeyboardInterrupt traceback of its own before its initializer
+could ignore the signal. The parent takes the Ctrl-C when the block ends (another thread may
+take it sooner), so none is lost. Test: tests/test_interrupt.py.
 Test: tests/test_hostile.py (a Jedi worker started with the hostile repository as the current
 directory).
 """
 from __future__ import annotations
 
 import contextlib
+import signal
 import threading
 
 _tls = threading.local()
@@ -47,7 +54,11 @@ def isolated():
     _install()
     was = getattr(_tls, "on", False)
     _tls.on = True
+    mask = getattr(signal, "pthread_sigmask", None)
+    old = mask(signal.SIG_BLOCK, {signal.SIGINT}) if mask is not None else None
     try:
         yield
     finally:
         _tls.on = was
+        if old is not None:
+            mask(signal.SIG_SETMASK, old)

@@ -113,6 +113,7 @@ class JediAnalyzer:
         self._running_since = 0.0
         self._warmed: set = set()
         self._sent: str | None = None                 # overlay stamp the current pool has
+        self._closed = False
         self._pool = self._new_pool()
         _LIVE.add(self)
         self.calls = 0
@@ -189,6 +190,7 @@ class JediAnalyzer:
         touch the closed pipes at interpreter exit ("Bad file descriptor")."""
         with self._lock:
             waiting, self._urgent, self._later = self._urgent + self._later, [], []
+            self._closed = True       # the worker's death from here on is ours: not replaced
         for _, _, fut in waiting:
             fut.cancel()
         self._kill(self._pool, wait=True)
@@ -336,7 +338,7 @@ class JediAnalyzer:
         """The worker of `pool` died: replace it if it is still the current one (its running
         calls are lost, their callers fail open); a later report of the same death is a no-op."""
         with self._lock:
-            if pool is not self._pool:
+            if pool is not self._pool or self._closed:
                 return
             self._pool = self._new_pool()
             self._inflight.clear()
