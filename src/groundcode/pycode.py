@@ -91,10 +91,13 @@ class Lexer:
                     depth += 1
                 elif text[s] in _CLOSE:
                     depth = max(depth - 1, 0)
-            elif kind == "ws" and depth == 0 and prev != "\\":
-                nl = LINE_BREAK.search(text, s, e)      # \r\n, \r, \n: Python's (lines.py)
-                if nl is not None and nl.end() > self._safe[-1]:
-                    self._safe.append(nl.end())
+            elif kind == "ws" and depth == 0:
+                # every line break of the run (\r\n, \r, \n: Python's, lines.py) ends a
+                # line, but the first after a backslash; so the same lines are found whether
+                # blank lines came one token at a time or in one run
+                for k, nl in enumerate(LINE_BREAK.finditer(text, s, e)):
+                    if (k or prev != "\\") and nl.end() > self._safe[-1]:
+                        self._safe.append(nl.end())
             prev = text[s:e] if kind == "other" else ""
         return toks
 
