@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from groundcode.decoding.guides.base import RowView
-from groundcode.decoding.guides.repetition import RepetitionStop, repeated_tail
+from groundcode.decoding.guides.repetition import RepetitionStop, repeated_tail, tail_runs
 
 
 def test_repeated_tail_finds_line_and_block_loops_and_keeps_one_copy():
@@ -30,6 +30,7 @@ def test_guide_stops_with_a_cut_and_rewinds(tiny_lm):
     g = RepetitionStop()
     row = RowView(index=0, context=None, vocab=vocab)
     g.reset(row)
+    before = g.snapshot()
     text = "        return 1\n" + "        y = y + 1\n" * 4
     stopped_at = None
     for t in tiny_lm.tokenizer(text, add_special_tokens=False)["input_ids"]:
@@ -43,7 +44,7 @@ def test_guide_stops_with_a_cut_and_rewinds(tiny_lm):
     assert stopped_at is not None and stopped_at.reason == "repetition"
     assert row.text[: stopped_at.cut] == "        return 1\n        y = y + 1\n"
     assert row.text.count("\n") == 4            # stopped as soon as the third copy was complete
-    g.restore(row, None)                            # a cut back before the repetition
+    g.restore(row, before)                          # a cut back before the repetition
     assert g.stop(row) is None
 
 
@@ -111,3 +112,60 @@ def test_a_repetition_found_before_a_cut_is_forgotten_by_the_cut(tiny_lm):
         g.advance(row, t)
         ck.mark()
     assert g.stop(row) is None                          # the redo goes on
+
+
+def test_a_repetition_keeps_one_copy_whatever_else_holds_text_and_never_ends_inside_a_run(tiny_lm):
+    """The names monitor's harm on the standing function tasks (issue 40: 4 of 96 tasks): text
+    streamed as final is never taken back, and a repetition found at its third copy was below
+    final text, so the row ended at the final boundary — mid-line (`minhash_buffer.append(`)
+    or after a copy's first line (a dangling `if`): syntax errors; with nothing holding text
+    back, every copy was kept. The guide now holds back what may be a second copy, so one copy
+    is kept whatever another guide holds; where final text is past a copy all the same (a loop
+    inside one line is seen after its second run), the row ends at a run's boundary."""
+    import numpy as np
+
+    from groundcode.config import SamplingConfig
+    from groundcode.decoding.engine import Engine, RowSpec
+    from groundcode.decoding.guides.base import Guide
+    from groundcode.decoding.vocab import VocabIndex
+
+    class Script(Guide):
+        stateless = True
+
+        def __init__(self, ids):
+            self.ids = ids
+
+        def mask(self, row):
+            k = len(row.tokens)
+            return np.array([self.ids[k]], dtype=np.int64) if k < len(self.ids) else None
+
+    class HoldBack(Guide):
+        """Holds the last `n` characters back from final text."""
+        stateless = True
+
+        def __init__(self, n):
+            self.n = n
+
+        def final_upto(self, row):
+            return max(0, len(row.text) - self.n)
+
+    tok = tiny_lm.tokenizer
+    eng = Engine(tiny_lm.model, tok, VocabIndex.for_tokenizer(tok))
+    prompt = tok("def f(y):\n", add_special_tokens=False)["input_ids"]
+
+    def run(text, guides):
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        out = eng.generate([RowSpec(prompt, guides=[Script(ids), *guides, RepetitionStop()])],
+                           SamplingConfig(max_new_tokens=len(ids)))[0]
+        assert out.finish_reason == "stop" and out.stop.reason == "repetition"
+        return out.completion
+
+    head = "        return 1\n"
+    for copy in ("        y = y + 1\n", "        if y:\n            return y\n"):
+        for guides in ([], *([HoldBack(n)] for n in range(1, 3 * len(copy), 5))):
+            assert run(head + copy * 5, guides) == head + copy, guides
+    loop = "        return self.owner.get(" + "self.owner.get(" * 8
+    got = run(loop, [])
+    assert got.startswith("        return self.owner.get(") and got.endswith("get(")
+    assert got.count("self.owner.get(") <= 3                  # stopped early, between runs
+    assert tail_runs(head + copy * 3) == tuple(len(head + copy * k) for k in (1, 2, 3))

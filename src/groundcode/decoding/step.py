@@ -20,7 +20,7 @@ Every guide's verdict applies on every step: the combined mask of phase 2 is kep
 intersected with that mask (a healed cursor inside a name: the heal mask lets `ister` in, the
 monitor refuses it); when nothing is left in both, the token stands (that check fails open).
 Text already final is never taken back: a cut below it is an error, a repetition found late
-ends the row at the final boundary. A row that ends without reaching a boundary of its own (a
+ends the row after the first of its copies that final text does not reach into. A row that ends without reaching a boundary of its own (a
 deadline, a cancel, the length limit) ends where every guide's `end_at` allows: never inside a
 name the dereference monitor has not finished checking.
 Not here: sampling a batch, feeding the model (engine.py), drafts (drafts.py), the network
@@ -154,8 +154,12 @@ class RowStep:
                 if r.stop.reason == "repetition" and r.stop.cut is not None and r.final_k \
                         and r.stop.cut < v.ends[r.final_k - 1]:
                     # text already streamed as final is never taken back: a repetition found
-                    # late ends the row at the final boundary instead of cutting below it
-                    r.stop = replace(r.stop, cut=v.ends[r.final_k - 1])
+                    # late ends the row after the first copy final text does not reach into
+                    # (the runs' boundaries are the stop's payload), never inside a run; what
+                    # a guide still owes is cut by `finished` (end_at)
+                    f = v.ends[r.final_k - 1]
+                    later = [b for b in r.stop.payload or () if b >= f]
+                    r.stop = replace(r.stop, cut=min(later, default=f))
                 return self.finish(r, "stop", events)
         sampling = r.sampling
         if len(v.tokens) >= sampling.max_new_tokens or r.steps >= 2 * sampling.max_new_tokens + 16:

@@ -13,6 +13,9 @@ Inside one line too (`repeated_run`: a loop that never writes a newline, such as
 `((((((((`): the line's text ends in identical runs of `p` characters holding a letter or
 `_` — 3 runs when p >= 8, 4 when 2 <= p < 8 (`None, None, None` stays legal), 8 of one bracket;
 never in a comment line. Cut after the first run, as for lines.
+The stop's payload lists every run boundary (after the first copy, the second, ..., the text's
+end): a repetition found below text already final ends after the first copy that final text
+does not reach into (decoding/step.py), so the row still ends between whole runs.
 Not here: the body's end (body_end.py), --stop line|statement (stop_at.py).
 Test: tests/test_repetition.py.
 """
@@ -28,6 +31,13 @@ _TRIVIAL = re.compile(r"^\s*(pass|\.\.\.|[)\]}:,]*)\s*$")
 def repeated_tail(text: str, copies: int = 3, max_period: int = 8) -> int | None:
     """Offset just after the first of `copies` identical runs of lines that end `text`'s complete
     lines, or None. Blank lines are ignored when comparing (they still count for offsets)."""
+    ends = tail_runs(text, copies, max_period)
+    return ends[0] if ends else None
+
+
+def tail_runs(text: str, copies: int = 3, max_period: int = 8) -> tuple | None:
+    """`repeated_tail`'s run boundaries: the offsets after the first, second, ... copy (the last
+    is the end of `text`'s complete lines), or None."""
     end = text.rfind("\n")
     if end < 0:
         return None
@@ -45,8 +55,8 @@ def repeated_tail(text: str, copies: int = 3, max_period: int = 8) -> int | None
         if all(_TRIVIAL.match(ln) for ln in run):
             continue
         if all(lines[n - k * p: n - (k - 1) * p] == run for k in range(2, copies + 1)):
-            first_end = n - (copies - 1) * p            # index of the first echoed line
-            return starts[first_end]
+            # the first echoed line of each copy after the first, then the lines' end
+            return tuple(starts[n - k * p] for k in range(copies - 1, 0, -1)) + (end + 1,)
     return None
 
 
@@ -56,6 +66,12 @@ _LINE_TAIL = 160                     # characters of the current line looked at
 def repeated_run(text: str, max_period: int = 40) -> int | None:
     """Offset just after the first of the identical runs that end `text`'s current line (see
     the module docstring), or None."""
+    ends = line_runs(text, max_period)
+    return ends[0] if ends else None
+
+
+def line_runs(text: str, max_period: int = 40) -> tuple | None:
+    """`repeated_run`'s run boundaries (the last is the end of `text`), or None."""
     start = text.rfind("\n") + 1
     line = text[start:]
     if len(line) < 8 or line.lstrip().startswith("#"):
@@ -67,7 +83,7 @@ def repeated_run(text: str, max_period: int = 40) -> int | None:
         k = n - 8
         while k > 0 and tail[k - 1] == tail[-1]:
             k -= 1
-        return base + k + 1
+        return tuple(range(base + k + 1, len(text) + 1))
     for p in range(2, max_period + 1):
         copies = 3 if p >= 8 else 4
         if copies * p > n:
@@ -79,33 +95,87 @@ def repeated_run(text: str, max_period: int = 40) -> int | None:
             first = n - copies * p                    # the first run starts here
             while first - p >= 0 and tail[first - p: first] == run:
                 first -= p
-            return base + first + p
+            return tuple(range(base + first + p, len(text) + 1, p))
     return None
 
 
+def _complete_lines(text: str, keep: int) -> tuple:
+    """The last `keep` non-blank complete lines of `text` (right-stripped) and their offsets."""
+    end = text.rfind("\n")
+    lines, starts = [], []
+    pos = end
+    while pos >= 0 and len(lines) < keep:
+        prev = text.rfind("\n", 0, pos)
+        ln = text[prev + 1: pos].rstrip()
+        if ln.strip():
+            lines.append(ln)
+            starts.append(prev + 1)
+        pos = prev
+    return tuple(reversed(lines)), tuple(reversed(starts))
+
+
+def copy_start(lines: tuple, starts: tuple, partial: str, line_start: int,
+               max_period: int = 8) -> int | None:
+    """Where a second copy of a run of lines begins, if the text may be writing one: the
+    complete lines (`lines`, `starts`: the last ones) end in lines equal to those `p` lines
+    before them, and the unfinished line (`partial`, from `line_start`) is the start of the
+    line `p` before it (its indentation, or nothing yet, is); or that line alone is. None: no
+    copy is being written."""
+    n = len(lines)
+    partial = partial.rstrip("\r")
+    best = None
+    for p in range(1, min(max_period, n) + 1):
+        if not lines[n - p].startswith(partial):
+            continue                              # the line being written is no copy
+        m = 0
+        while n - m - 1 - p >= 0 and lines[n - m - 1] == lines[n - m - 1 - p]:
+            m += 1
+        if all(_TRIVIAL.match(ln) for ln in lines[n - m - p: n - m]):
+            continue
+        at = starts[n - m] if m else line_start
+        best = at if best is None else min(best, at)
+    return best
+
+
 class RepetitionStop(Guide):
+    """Also holds back from final text what it may cut (`final_upto`): from where a second copy
+    of a run of lines may be being written, until the text goes on otherwise (text streamed as
+    final is never taken back, so without the hold a repetition found at its third copy could
+    not drop the second: every copy was kept). A loop inside one line is not held (`None,
+    None` is common): found below final text, it ends at a run's boundary (decoding/step.py)."""
+
     def __init__(self, copies: int = 3, max_period: int = 8):
         self.copies, self.max_period = copies, max_period
 
     def reset(self, row: RowView) -> None:
         self._newline = token_flags(row.vocab)[1]
-        self._cut: int | None = None
+        self._cut: tuple | None = None            # the run boundaries (the cut first)
+        self._lines: tuple = ((), ())             # the last complete lines, their offsets
 
     def snapshot(self):
-        """Its state is the repetition found so far (None: none): a cut by any guide restores
-        it, so a row cut back before the repetition does not stop one token into its redo."""
-        return self._cut
+        """Its state is the repetition found so far (None: none) and what it reads of the lines:
+        a cut by any guide restores it, so a row cut back before the repetition does not stop
+        one token into its redo."""
+        return self._cut, self._lines
 
     def restore(self, row: RowView, snap) -> None:
-        self._cut = snap
+        self._cut, self._lines = snap
 
     def advance(self, row: RowView, token: int) -> None:
         if self._cut is None:
             if self._newline[token]:
-                self._cut = repeated_tail(row.text, self.copies, self.max_period)
+                self._cut = tail_runs(row.text, self.copies, self.max_period)
+                self._lines = _complete_lines(row.text, 3 * self.max_period + 1)
             else:
-                self._cut = repeated_run(row.text)
+                self._cut = line_runs(row.text)
         return None
 
+    def final_upto(self, row: RowView) -> int:
+        text = row.text
+        start = text.rfind("\n") + 1
+        held = copy_start(*self._lines, text[start:], start, self.max_period)
+        return len(text) if held is None else held
+
     def stop(self, row: RowView):
-        return Stop("repetition", cut=self._cut) if self._cut is not None else None
+        c = self._cut
+        return Stop("repetition", cut=c[0], payload=c) if c is not None else None
