@@ -66,3 +66,73 @@ def test_globals_parameters_and_the_files_names_pass(ts, tiny_lm):
     out = _run(tiny_lm, target, max_new=60)
     assert out.completion.startswith(target.rstrip("\n")), out.completion
     assert not [t for t in out.triggers if t.kind == "name"], out.triggers     # none missing, none left open
+
+
+def _ts_repo(root: Path) -> Path:
+    """A TypeScript project with installed packages (fixture files written here: ours)."""
+    (root / "src").mkdir(parents=True)
+    (root / "package.json").write_text('{"name": "app", "dependencies": {"leftpad": "1.0.0", '
+                                       '"not-installed": "2.0.0"}}')
+    (root / "tsconfig.json").write_text('{"compilerOptions": {"strict": true, "module": "esnext", '
+                                        '"moduleResolution": "bundler", "noEmit": true}}')
+    pad = root / "node_modules" / "leftpad"
+    pad.mkdir(parents=True)
+    (pad / "package.json").write_text('{"name": "leftpad", "types": "index.d.ts"}')
+    (pad / "index.d.ts").write_text("export declare function leftpad(s: string, n: number): string;\n")
+    util = root / "node_modules" / "@acme" / "util"
+    util.mkdir(parents=True)
+    (util / "package.json").write_text('{"name": "@acme/util", "exports": {".": "./index.js", '
+                                       '"./sub": "./sub.js", "./feat/*": "./feat/*.js"}}')
+    (util / "index.d.ts").write_text("export declare const one: number;\n")
+    (root / "src" / "helper.ts").write_text("export const help = 1;\n")
+    (root / "src" / "app.ts").write_text('import { help } from "./helper";\n\nexport const x = help;\n')
+    return root
+
+
+def test_module_specifiers_resolve_on_the_file_system_alone(tmp_path):
+    from groundcode.languages.typescript_modules import TsModuleIndex
+    root = _ts_repo(tmp_path / "app")
+    idx = TsModuleIndex(root)
+    app = Path("src/app.ts")
+    kinds = {spec: idx.resolve(spec, app).kind for spec in (
+        "./helper", "./helper.js", "../src/helper", "./nope", "leftpad", "@acme/util", "@acme/util/sub",
+        "@acme/util/feat/x", "@acme/util/other", "fs", "node:fs/promises", "lefpad", "not-installed",
+        "#internal", "./x?raw")}
+    assert kinds == {"./helper": "ok", "./helper.js": "ok", "../src/helper": "ok", "./nope": "missing",
+                     "leftpad": "ok", "@acme/util": "ok", "@acme/util/sub": "ok", "@acme/util/feat/x": "ok",
+                     "@acme/util/other": "missing", "fs": "ok", "node:fs/promises": "ok", "lefpad": "missing",
+                     "not-installed": "unknown", "#internal": "unknown", "./x?raw": "unknown"}
+    assert idx.resolve("not-installed", app).why == "declared dependency not installed"
+    cands = idx.candidates(app)
+    assert {"leftpad", "@acme/util", "./helper", "fs", "node:fs"} <= cands and "./app" not in cands
+    # a mapping the file system cannot follow, or nothing installed yet: fail open
+    (root / "tsconfig.json").write_text('{"compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"]}}}')
+    assert TsModuleIndex(root).resolve("@/helper", app).why == "tsconfig paths"
+    bare = tmp_path / "bare"
+    (bare / "src").mkdir(parents=True)
+    assert TsModuleIndex(bare).resolve("lefpad", Path("src/a.ts")).why == "no node_modules"
+
+
+def test_module_uses_reads_every_form_of_import():
+    from groundcode.languages.typescript_scope import module_uses
+    code = ('import { a } from "p/q";\nimport x = require("y");\nexport * from "./z";\n'
+            'const m = import("dyn");\nconst r = require(\'req\');\nimport "side";\n'
+            'const t = require(`t${x}`);\nimport { b } from "unfinished')
+    got = module_uses(code, 0, len(code))
+    assert [s for s, _ in got] == ["p/q", "y", "./z", "dyn", "req", "side"]
+    assert all(code[o:o + len(s)] == s for s, o in got)
+
+
+def test_an_invented_module_is_redone_as_one_that_resolves(ts, tiny_lm, tmp_path):
+    from scripted import scripted_lm, planted
+    from groundcode.api import Generator
+    root = _ts_repo(tmp_path)
+    ctx = cursor_context(root / "src" / "app.ts", 1, 0, root)
+    target = 'import { leftpad } from "lefpad";\n'
+    with Generator(scripted_lm(tiny_lm, planted(target)), MonitorConfig(enabled=True, names=True,
+                                                                        reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+    recs = [t for t in out.triggers if t.kind == "import"]
+    assert recs and recs[0].rolled_back and not recs[0].failed_open, out.triggers
+    assert '"lefpad"' not in out.completion, out.completion
+    assert out.completion.startswith('import { leftpad } from "'), out.completion

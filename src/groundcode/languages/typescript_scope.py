@@ -3,6 +3,9 @@
 
     names = file_names(code)                 # every identifier the file writes outside a member
                                              # access (a superset of what it binds)
+    mods = module_uses(code, start, end)     # (specifier, offset of its text) of each import,
+                                             # export-from, require("x") and import("x") whose
+                                             # string lies in code[start:end], read whole
     uses = read(code, start, end)            # the identifiers of code[start:end] in a parse of
                                              # `code`: loads (name, offset), bindings, and the
                                              # offset of the first identifier whose statement
@@ -107,6 +110,54 @@ def read(code: str, start: int, end: int) -> TsUses:
             continue
         uses.loads.append((name, off))
     return uses
+
+
+def module_uses(code: str, start: int, end: int) -> list:
+    """(specifier, offset of its first character) of the module strings of code[start:end]:
+    `import … from "x"`, `import "x"`, `import y = require("x")`, `export … from "x"`,
+    `require("x")` and `import("x")` with a plain string (a template or an expression is not a
+    specifier that can be read). A string in a statement tree-sitter reads with an error
+    (unfinished) is left out."""
+    data = code.encode("utf-8", "surrogatepass")
+    ascii_ = len(data) == len(code)
+    to_byte = (lambda i: i) if ascii_ else (lambda i: len(code[:i].encode("utf-8", "surrogatepass")))
+    to_char = (lambda b: b) if ascii_ else (lambda b: len(data[:b].decode("utf-8", "surrogatepass")))
+    b0, b1 = to_byte(start), to_byte(end)
+    tree = _parser().parse(data)
+    out = []
+    stack = [tree.root_node]
+    while stack:
+        n = stack.pop()
+        if n.end_byte <= b0 or n.start_byte >= b1:
+            continue
+        if n.type == "string" and n.start_byte >= b0 and n.end_byte <= b1 and _is_source(n) \
+                and not _in_error(n):
+            frag = [c for c in n.children if c.type == "string_fragment"]
+            if len(frag) <= 1 and n.child_count == len(frag) + 2:
+                at = frag[0].start_byte if frag else n.start_byte + 1
+                text = data[at: frag[0].end_byte].decode("utf-8", "surrogatepass") if frag else ""
+                out.append((text, to_char(at)))
+            continue
+        stack.extend(reversed(n.children))
+    out.sort(key=lambda x: x[1])
+    return out
+
+
+def _is_source(n) -> bool:
+    par = n.parent
+    if par is None:
+        return False
+    if par.type in ("import_statement", "export_statement", "import_require_clause"):
+        for i, c in enumerate(par.children):
+            if c.id == n.id:
+                return par.field_name_for_child(i) == "source"
+        return False
+    if par.type == "arguments" and par.parent is not None and par.parent.type == "call_expression":
+        args = [c for c in par.children if c.type not in ("(", ")", ",")]
+        fn = par.parent.child_by_field_name("function")
+        return args and args[0].id == n.id and fn is not None and (
+            fn.type == "import" or fn.type == "identifier" and fn.text == b"require")
+    return False
 
 
 def _in_error(n) -> bool:

@@ -105,18 +105,18 @@ class NamesMonitor(Guide):
         self.lexer.rewind(len(self.prefix) + len(row.text))
 
     def rolled_back(self, row: RowView, proposal: Rollback) -> None:
-        names, record, owed, at = proposal.payload
+        names, record, owed, at, run = proposal.payload
         if not any(t is record for t in row.triggers):
             row.triggers.append(record)
         record.rolled_back = record.constrained = True
         self.record = record
-        self.narrow = Narrowing(row.vocab, names, need=owed, hide=is_dunder)
+        self.narrow = Narrowing(row.vocab, names, need=owed, hide=is_dunder, run=run)
         self.state = NARROW
         self.redone = self.redone | {at}
         self.rollbacks += 1
 
     def declined(self, row: RowView, proposal: Rollback) -> None:
-        names, record, owed, at = proposal.payload
+        at = proposal.payload[3]
         self.redone = self.redone | {at}
 
     def final_upto(self, row: RowView) -> int:
@@ -359,9 +359,10 @@ class NamesMonitor(Guide):
         return part, frozenset(n for n in names if n.isidentifier())
 
     def _propose(self, row: RowView, name: str, at: int, why: str, names, kind: str,
-                 receiver: str = "") -> Rollback | None:
+                 receiver: str = "", run=None) -> Rollback | None:
         """A missing name at `at` (offset in prefix + text): the rollback to redo it under the
-        mask of `names`, or a failed-open record where that cannot be done."""
+        mask of `names` (`run`: their characters, narrowing.py; None: identifiers), or a
+        failed-open record where that cannot be done."""
         rec = TriggerRecord(receiver=receiver, candidates=len(names), chosen=name, analyzer="names",
                             asked=False, kind=kind, reason=why)
         pos = at - len(self.prefix)
@@ -374,12 +375,12 @@ class NamesMonitor(Guide):
         k = next(i for i, e in enumerate(row.ends) if e > pos)
         start = row.ends[k - 1] if k else 0
         owed = row.text[start:pos]
-        if not names or not Narrowing(row.vocab, names, need=owed).allowed().size:
+        if not names or not Narrowing(row.vocab, names, need=owed, run=run).allowed().size:
             rec.failed_open, rec.reason = True, "no candidate"
             row.triggers.append(rec)
             return None
         row.triggers.append(rec)
-        return Rollback(k, why, (frozenset(names), rec, owed, at))
+        return Rollback(k, why, (frozenset(names), rec, owed, at, run))
 
 
 def _guarded(code: str, at: int) -> bool:

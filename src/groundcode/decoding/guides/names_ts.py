@@ -10,7 +10,13 @@ when the row starts, so it is in before the first line ends), every identifier t
 Without the server's answer nothing is judged ("no answer": a global the file never names
 cannot be told from an invented one). Judged at each line end: the identifiers of the lines
 written so far whose statements tree-sitter reads whole; one in an unfinished statement waits
-for it. Types are not judged. Imports are not judged yet (the Python monitor's are).
+for it. Types are not judged.
+Imports: the module string of each import, export-from, `import y = require("x")`,
+`require("x")` and `import("x")` written must resolve (languages/typescript_modules.py: the
+file system, nothing run); a specifier that does not is redone, from its first character,
+as one that does (an installed package, Node's modules, a sibling file), or fails open where
+the file system cannot tell (tsconfig paths, a declared dependency not installed, nothing
+installed). The names an import takes are not judged yet.
 Test: tests/test_names_typescript.py.
 """
 from __future__ import annotations
@@ -18,10 +24,11 @@ from __future__ import annotations
 from ...analysis.base import NamesQuery
 from ...context import Splice
 from ...lines import end_position
-from ...languages.typescript_scope import IMPLICIT, file_names, read
+from ...languages.typescript_modules import ts_module_index
+from ...languages.typescript_scope import IMPLICIT, file_names, module_uses, read
 from .base import Rollback, RowView, TriggerRecord
 from .names import NamesMonitor, _token_start
-from .narrowing import Narrowing
+from .narrowing import SPECIFIER, Narrowing
 
 
 class _NoLexer:
@@ -91,6 +98,10 @@ class TsNamesMonitor(NamesMonitor):
             uses = read(full, self.line_at, len(full))
             bad = any(self._ts_missing(name, uses.binds) for name, off in uses.loads
                       if off >= len(self.prefix) and off + len(name) < len(full))
+        if not bad and len(full) > self.line_at and self.check_imports and self.ctx.repo is not None:
+            index = ts_module_index(self.ctx.repo)     # an invented module is never shown
+            bad = any(at >= len(self.prefix) and index.resolve(spec, self.ctx.path).kind == "missing"
+                      for spec, at in module_uses(full, self.line_at, len(full)))
         if not bad:
             return len(row.text)
         start = max(0, self.line_at - len(self.prefix))
@@ -149,9 +160,40 @@ class TsNamesMonitor(NamesMonitor):
             if proposal is not None:
                 upto = at
                 break
+        if proposal is None and self.check_imports:
+            proposal = self._ts_imports(row, full, upto, gen_from)
+            if proposal is not None:
+                upto = min(upto, proposal.payload[3])
         self.binds = binds
         self.line_at = max(self.line_at, upto)
         return proposal
+
+    def _ts_imports(self, row: RowView, full: str, upto: int, gen_from: int):
+        region = full[max(self.line_at, gen_from):upto]
+        if "import" not in region and "require" not in region and "from" not in region:
+            return None
+        index = None
+        for spec, at in module_uses(full, self.line_at, upto):
+            if at < gen_from or at in self.redone:
+                continue
+            if index is None:
+                repo = self.ctx.repo
+                if repo is None:
+                    return None
+                index = ts_module_index(repo)
+            self.checked += 1
+            res = index.resolve(spec, self.ctx.path)
+            if res.kind == "ok":
+                continue
+            if res.kind == "unknown":
+                row.triggers.append(TriggerRecord(receiver=spec, candidates=0, failed_open=True,
+                                                  reason=res.why, asked=False, analyzer="modules", kind="import"))
+                continue
+            p = self._propose(row, spec, at, "unknown module", index.candidates(self.ctx.path), "import",
+                              run=SPECIFIER)
+            if p is not None:
+                return p
+        return None
 
 
 def _names_at(ctx) -> Splice:

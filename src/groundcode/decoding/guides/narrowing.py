@@ -7,6 +7,8 @@ and no tensors; the vocabulary index does the token work.
     n = Narrowing(vocab, names, need="x.")   # text owed before the name starts (a resample
                                        # under a merged-dot token such as `x.app` owes "x.")
     n = Narrowing(vocab, names, hide=is_dunder)  # allowed, but never steered to (see below)
+    n = Narrowing(vocab, specs, run=SPECIFIER)   # names of other characters (a module
+                                       # specifier in its string: `@scope/pkg-x`)
     ids = n.allowed()                  # token ids that continue `need`, then extend `typed`
                                        # towards a candidate, or finish one and go on with a
                                        # non-identifier character (np.ndarray; empty = none fits)
@@ -36,6 +38,7 @@ import numpy as np
 
 _NAME = re.compile(r"[A-Za-z0-9_$]*")
 _NAME_START = re.compile(r"#?[A-Za-z0-9_$]*")
+SPECIFIER = re.compile(r"[^\"'`\s\\]*")    # a module specifier runs to its closing quote
 
 
 def name_run(text: str, start: int = 0, typed: str = "") -> str:
@@ -50,9 +53,9 @@ def is_dunder(name: str) -> bool:
 
 
 class Narrowing:
-    __slots__ = ("vocab", "names", "cs", "visible", "need", "typed")
+    __slots__ = ("vocab", "names", "cs", "visible", "need", "typed", "run")
 
-    def __init__(self, vocab, names, need: str = "", typed: str = "", hide=None):
+    def __init__(self, vocab, names, need: str = "", typed: str = "", hide=None, run=None):
         self.vocab = vocab
         self.names: frozenset = names if isinstance(names, frozenset) else frozenset(names)
         self.cs = vocab.candidates(self.names)        # sorted + encoded once (cached by the index)
@@ -60,6 +63,7 @@ class Narrowing:
         self.visible = vocab.candidates(shown) if shown and shown != self.names else self.cs
         self.need = need
         self.typed = typed
+        self.run = run                            # the name's characters (None: an identifier)
 
     # -- queries ------------------------------------------------------------------------------
     def _steer_cs(self, typed: str):
@@ -85,7 +89,7 @@ class Narrowing:
             if len(text) <= len(need):
                 return True
             text = text[len(need):]
-        name = name_run(text, 0, self.typed)
+        name = self._run(text, 0)
         return self.fits(self.typed + name, complete=len(name) < len(text))
 
     def fits(self, name: str, complete: bool = True) -> bool:
@@ -123,10 +127,13 @@ class Narrowing:
             self.need, i = self.need[k:], k
             if self.need:
                 return None
-        name = name_run(text, i, self.typed)
+        name = self._run(text, i)
         self.typed += name
         end = i + len(name)
         return None if end == len(text) else end
+
+    def _run(self, text: str, i: int) -> str:
+        return name_run(text, i, self.typed) if self.run is None else self.run.match(text, i).group(0)
 
     def snapshot(self) -> tuple[str, str]:
         return self.need, self.typed

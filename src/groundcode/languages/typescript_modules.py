@@ -1,0 +1,240 @@
+"""Which modules a TypeScript/JavaScript import may name, read from the file system alone: the
+TypeScript names monitor's module index. Nothing is run (no npm, no package scripts, no
+language server needed).
+
+    index = ts_module_index(root)            # cached per root
+    index.resolve("x", path)                 # TsResolved(kind, why): "ok", "missing" or
+                                             # "unknown" (fail open, `why` says why) for
+                                             # `import ... from "x"` in the file `path`
+    index.candidates(path)                   # the specifiers that resolve from `path`: the
+                                             # installed packages, Node's modules, the file's
+                                             # siblings as "./name"
+
+How a specifier resolves (TypeScript's and Node's rules, in the part a file system shows):
+- relative (`./x`, `../x`, `/x`): a file with a TypeScript or JavaScript extension (`./x.js`
+  names `x.ts` too), or a directory with an index or a package.json; else missing;
+- `node:x` and Node's own modules (`fs`, `path`, ...): exist;
+- a package: `node_modules/<name>` (or `@types/<name>`) in the file's directory or one above
+  it, up to the filesystem root, as Node looks; a subpath of an installed package exists when a
+  file holds it, else its `exports` decide and, where they cannot be read, it fails open;
+- fails open ("unknown") where the file system cannot tell: a `paths` or `baseUrl` mapping in a
+  tsconfig.json, a dependency the package.json declares that is not installed, no node_modules
+  at all (nothing installed yet), a specifier with an interpolation or a loader prefix (`x!y`).
+Test: tests/test_names_typescript.py.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+_EXTS = (".ts", ".tsx", ".d.ts", ".mts", ".cts", ".d.mts", ".d.cts", ".js", ".jsx", ".mjs", ".cjs",
+         ".json")
+_JS = {".js": (".ts", ".tsx", ".d.ts"), ".mjs": (".mts", ".d.mts"), ".cjs": (".cts", ".d.cts"),
+       ".jsx": (".tsx",)}
+# Node's own modules (node >= 18, `require("module").builtinModules` without the internals)
+NODE = frozenset("""assert assert/strict async_hooks buffer child_process cluster console constants crypto
+dgram diagnostics_channel dns dns/promises domain events fs fs/promises http http2 https inspector
+inspector/promises module net os path path/posix path/win32 perf_hooks process punycode querystring
+readline readline/promises repl stream stream/consumers stream/promises stream/web string_decoder
+sys timers timers/promises tls trace_events tty url util util/types v8 vm wasi worker_threads zlib
+test sqlite sea""".split())
+
+
+@dataclass(frozen=True)
+class TsResolved:
+    kind: str                 # "ok" | "missing" | "unknown"
+    why: str = ""
+
+
+def _package_name(spec: str) -> tuple[str, str]:
+    """("@scope/name" or "name", the subpath after it, "" for none)."""
+    parts = spec.split("/")
+    k = 2 if spec.startswith("@") else 1
+    return "/".join(parts[:k]), "/".join(parts[k:])
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError):
+        return None
+
+
+class TsModuleIndex:
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        self._lock = threading.Lock()
+        self._dirs: dict = {}
+
+    # -- what exists ------------------------------------------------------------------------
+    def _node_modules(self, start: Path) -> list[Path]:
+        """The node_modules directories Node looks in from `start` (nearest first)."""
+        out = []
+        d = start
+        while True:
+            nm = d / "node_modules"
+            if nm.is_dir():
+                out.append(nm)
+            if d.parent == d:
+                return out
+            d = d.parent
+
+    def _installed(self, nm: Path) -> frozenset:
+        """The packages of a node_modules directory (read again when it changes: an install)."""
+        try:
+            stamp = nm.stat().st_mtime_ns
+        except OSError:
+            return frozenset()
+        with self._lock:
+            hit = self._dirs.get(nm)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        names = set()
+        try:
+            for e in nm.iterdir():
+                if e.name.startswith("."):
+                    continue
+                if e.name.startswith("@") and e.is_dir():
+                    names.update(f"{e.name}/{s.name}" for s in e.iterdir() if not s.name.startswith("."))
+                else:
+                    names.add(e.name)
+        except OSError:
+            pass
+        got = frozenset(names)
+        with self._lock:
+            self._dirs[nm] = (stamp, got)
+        return got
+
+    def _declared(self, start: Path) -> set:
+        """Dependencies the package.json files from `start` up to the root declare."""
+        out: set = set()
+        d = start
+        while True:
+            data = _read_json(d / "package.json")
+            if isinstance(data, dict):
+                for table in ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies"):
+                    deps = data.get(table)
+                    if isinstance(deps, dict):
+                        out.update(deps)
+            if d == self.root or d.parent == d:
+                return out
+            d = d.parent
+
+    def _mapped(self, start: Path) -> bool:
+        """A tsconfig/jsconfig with `paths` or `baseUrl` from `start` up to the root (its
+        `extends` not followed: a mapping may hide there too, so one found anywhere counts)."""
+        d = start
+        while True:
+            for name in ("tsconfig.json", "jsconfig.json"):
+                f = d / name
+                if f.is_file():
+                    try:
+                        text = f.read_text(errors="replace")
+                    except OSError:
+                        text = ""
+                    if '"paths"' in text or '"baseUrl"' in text:
+                        return True
+            if d == self.root or d.parent == d:
+                return False
+            d = d.parent
+
+    # -- the questions ----------------------------------------------------------------------
+    def resolve(self, spec: str, path: Path) -> TsResolved:
+        here = (self.root / path).parent if not Path(path).is_absolute() else Path(path).parent
+        if not spec or "${" in spec or "!" in spec or "?" in spec or "\\" in spec:
+            return TsResolved("unknown", "specifier not a plain path")
+        if spec.startswith(("./", "../", "/")) or spec in (".", ".."):
+            base = Path(spec) if spec.startswith("/") else here / spec
+            return TsResolved("ok") if _file(base) else TsResolved("missing", spec)
+        if spec.startswith("node:") or spec in NODE:
+            return TsResolved("ok")
+        if spec.startswith("#"):
+            return TsResolved("unknown", "package imports map")
+        name, sub = _package_name(spec)
+        nms = self._node_modules(here)
+        for nm in nms:
+            for pkg in (name, "@types/" + name.replace("@", "").replace("/", "__")):
+                if pkg in self._installed(nm):
+                    if not sub or pkg.startswith("@types/"):
+                        return TsResolved("ok")
+                    return self._subpath(nm / pkg, sub)
+        if self._mapped(here):
+            return TsResolved("unknown", "tsconfig paths")
+        if name in self._declared(here):
+            return TsResolved("unknown", "declared dependency not installed")
+        if not nms:
+            return TsResolved("unknown", "no node_modules")
+        return TsResolved("missing", name)
+
+    def _subpath(self, pkg: Path, sub: str) -> TsResolved:
+        if _file(pkg / sub):
+            return TsResolved("ok")
+        data = _read_json(pkg / "package.json")
+        exports = data.get("exports") if isinstance(data, dict) else None
+        if isinstance(exports, dict) and any(k.startswith("./") for k in exports):
+            key = "./" + sub
+            if key in exports or any("*" in k and key.startswith(k.split("*")[0]) for k in exports):
+                return TsResolved("ok")
+            return TsResolved("missing", f"{pkg.name}/{sub}")
+        return TsResolved("unknown", "package subpath")
+
+    def candidates(self, path: Path) -> frozenset:
+        here = (self.root / path).parent if not Path(path).is_absolute() else Path(path).parent
+        names = set(NODE) | {"node:" + n for n in NODE}
+        for nm in self._node_modules(here):
+            names.update(n for n in self._installed(nm) if not n.startswith("@types/"))
+        try:
+            for e in here.iterdir():
+                stem = _stem(e)
+                if stem and e.resolve() != (self.root / path).resolve():
+                    names.add("./" + stem)
+        except OSError:
+            pass
+        return frozenset(names)
+
+
+def _stem(e: Path) -> str | None:
+    if e.name.startswith(".") or e.name == "node_modules":
+        return None
+    if e.is_dir():
+        return e.name if _file(e) else None
+    for ext in sorted(_EXTS, key=len, reverse=True):
+        if e.name.endswith(ext) and ext != ".json":
+            return e.name[: -len(ext)]
+    return None
+
+
+def _file(base: Path) -> bool:
+    """Does `base` name a module: the file itself, with an extension, a `.js` name for a
+    TypeScript source, or a directory with an index or a package.json?"""
+    try:
+        if base.is_file():
+            return True
+        for ext in _EXTS:
+            if base.with_name(base.name + ext).is_file():
+                return True
+        for js, tss in _JS.items():
+            if base.name.endswith(js):
+                stem = base.name[: -len(js)]
+                if any(base.with_name(stem + t).is_file() for t in tss):
+                    return True
+        if base.is_dir():
+            return (base / "package.json").is_file() or any((base / ("index" + e)).is_file() for e in _EXTS)
+    except OSError:
+        return False
+    return False
+
+
+_INDEXES: dict = {}
+_INDEX_LOCK = threading.Lock()
+
+
+def ts_module_index(root) -> TsModuleIndex:
+    key = str(Path(root).resolve())
+    with _INDEX_LOCK:
+        idx = _INDEXES.get(key)
+        if idx is None:
+            idx = _INDEXES[key] = TsModuleIndex(Path(key))
+        return idx
