@@ -15,6 +15,12 @@ Jedi's names at the cursor, waited for (the shipped monitor waits up to the dead
         --tasks ~/.cache/groundcode/bench/heldout/tasks.jsonl [--model smollm2-135m] \
         [--out benchmarks/results/names_audit.json] [--examples ~/.cache/groundcode/audit/names.jsonl]
 
+`--kinds headers`: the import statements of every source file the recipe's tasks come from
+(Python and TypeScript): the file's start up to its last top-level import line is fed as the
+generated text with the rest of the file after the cursor, and only the modules (and the names
+imports take) are counted; a module that does not resolve is a false block (the packages' own
+imports: they all exist where the package is installed).
+
 Prints a table per recipe and writes the JSON (counts only: examples quote package code, so
 they go to a file outside the repository).
 """
@@ -118,6 +124,68 @@ def replay(task, tok, vocab, analyzers) -> dict:
             "failed_open": Counter(f"{r.kind}: {r.reason}" for r in recs if r.failed_open)}
 
 
+def header(path: Path, text: str) -> str:
+    """The file's start up to the end of its last top-level import (Python: ast, which only
+    parses; TypeScript: tree-sitter), or ""."""
+    if path.suffix == ".py":
+        import ast
+        try:
+            body = ast.parse(text).body
+        except (SyntaxError, ValueError):
+            return ""
+        ends = [n.end_lineno for n in body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        if not ends:
+            return ""
+        lines = text.splitlines(keepends=True)
+        return "".join(lines[: max(ends)])
+    from groundcode.languages.typescript_scope import _parser
+    data = text.encode("utf-8", "surrogatepass")
+    root = _parser().parse(data).root_node
+    last = None
+    for n in root.children:
+        if n.type == "import_statement" or n.type == "export_statement" and n.child_by_field_name("source"):
+            last = n
+    if last is None:
+        return ""
+    end = data.find(b"\n", last.end_byte)
+    return data[: len(data) if end < 0 else end + 1].decode("utf-8", "surrogatepass")
+
+
+def replay_header(repo: Path, rel: str, tok, vocab) -> dict | None:
+    """The file's import header replayed as generated text (`--kinds headers`)."""
+    from groundcode.context import cursor_context
+    path = repo / rel
+    text = path.read_text(encoding="utf-8", errors="replace")
+    head = header(path, text)
+    if not head.strip():
+        return None
+    ctx = cursor_context(path, 1, 0, repo, text="\n" + text[len(head):])
+    ts = path.suffix != ".py"
+    cls = NamesMonitor
+    if ts:
+        from groundcode.decoding.guides.names_ts import TsNamesMonitor as cls
+    g = cls(None, reproducible=True)
+    row = RowView(0, ctx, vocab)
+    g.reset(row)
+    blocks = []
+    for t in tok.encode(head, add_special_tokens=False):
+        row.tokens.append(t)
+        row.text += vocab.texts[t]
+        row.ends.append(len(row.text))
+        p = as_rollback(g.advance(row, t))
+        if p is not None:
+            blocks.append(p)
+            g.declined(row, p)
+    p = as_rollback(g.settle(row))
+    if p is not None:
+        blocks.append(p)
+    recs = [r for r in row.triggers if r.kind == "import"]
+    return {"checked": g.checked_imports,
+            "blocks": [(p.reason, p.payload[1].chosen, p.payload[1].kind) for p in blocks
+                       if p.payload[1].kind == "import"],
+            "failed_open": Counter(f"import: {r.reason}" for r in recs if r.failed_open)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", action="append", required=True)
@@ -137,11 +205,22 @@ def main() -> None:
         for path in args.tasks:
             recipe = Path(path).parent.name
             per = {}
+            files = set()
             for task in read_jsonl(Path(path).expanduser()):
-                if task["kind"] not in kinds:
+                if "headers" in kinds:
+                    if (task["repo_dir"], task["path"]) in files:
+                        continue
+                    files.add((task["repo_dir"], task["path"]))
+                    t0 = time.perf_counter()
+                    r = replay_header(Path(task["repo_dir"]), task["path"], tok, vocab)
+                    if r is None:
+                        continue
+                    task = dict(task, kind="headers")
+                elif task["kind"] not in kinds:
                     continue
-                t0 = time.perf_counter()
-                r = replay(task, tok, vocab, analyzers)
+                else:
+                    t0 = time.perf_counter()
+                    r = replay(task, tok, vocab, analyzers)
                 ms = (time.perf_counter() - t0) * 1e3
                 k = per.setdefault(task["kind"], {"tasks": 0, "triggers": 0, "false_blocks": 0,
                                                   "failed_open": Counter(), "ms": 0.0})

@@ -122,6 +122,24 @@ def test_a_declared_dependency_that_is_not_installed_is_not_judged(proj):
     assert idx.resolve("invented_pkg_xyz").kind == "missing"
 
 
+def test_the_interpreters_compiled_modules_export_their_names(proj):
+    idx = ModuleIndex(proj)
+    for mod, name in (("sys", "argv"), ("time", "sleep"), ("math", "sqrt")):
+        res = idx.resolve(mod)
+        assert res.kind == "found" and name in idx.exports(res), (mod, res)
+    assert "slep" not in idx.exports(idx.resolve("time"))
+
+
+def test_a_module_the_project_imports_elsewhere_is_not_judged(proj):
+    (proj / "scripts" / "plot.py").write_text("import os\nfrom notinstalled_viz.sub import draw\n"
+                                              "import other_missing as om, json\n")
+    idx = ModuleIndex(proj)
+    for mod in ("notinstalled_viz", "notinstalled_viz.sub", "other_missing"):
+        res = idx.resolve(mod)
+        assert res.kind == "unknown" and res.why.startswith("imported elsewhere"), (mod, res)
+    assert idx.resolve("invented_pkg_xyz").kind == "missing"
+
+
 def test_a_pth_that_runs_code_makes_unknown_modules_fail_open(tmp_path, proj):
     venv = proj / ".venv"
     site = venv / "lib" / "python3.11" / "site-packages"
@@ -214,6 +232,14 @@ def test_an_import_inside_try_fails_open_as_conditional(tiny_lm, names_repo):
     assert "import eventlet_not_here" in out.completion, out.completion
     (rec,) = [t for t in out.triggers if t.kind == "import"]
     assert rec.failed_open and rec.reason == "conditional import"
+
+
+def test_a_name_imported_under_a_version_test_or_a_fallback_fails_open(tiny_lm, names_repo):
+    out = _complete(tiny_lm, names_repo, "if LIMIT > 3:  # old\n        from json import loadz\n"
+                    "    else:\n        from json import loads\n", max_new=50)
+    assert "from json import loadz" in out.completion, out.completion
+    recs = [t for t in out.triggers if t.kind == "import"]
+    assert [(r.chosen, r.failed_open, r.reason) for r in recs] == [("loadz", True, "conditional import")]
 
 
 def test_a_local_of_another_function_is_redone(tiny_lm, names_repo):

@@ -1,6 +1,9 @@
 """Which Python modules an import may name, read from the file system alone: the names monitor's
-module index. Nothing is imported and no interpreter runs (a repository's own code, its
-`.pth` files and its interpreter are never executed: docs/ANALYZERS.md, "what runs when").
+module index. No interpreter runs and nothing of a repository's or an installed distribution's
+is imported (a repository's own code, its `.pth` files and its interpreter are never executed:
+docs/ANALYZERS.md, "what runs when"); only the names of this interpreter's own compiled
+modules (builtins such as `sys`, its standard library's extensions such as `math`) are read by
+importing them.
 
     index = module_index(repo, python)      # cached per (repo, interpreter)
     index.resolve("a.b", path)              # Resolved(kind, where, why) for `import a.b` from
@@ -21,6 +24,8 @@ Test: tests/test_names_monitor.py.
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 import re
 import sys
@@ -87,6 +92,7 @@ def _norm(name: str) -> str:
 
 
 _KNOWN_HOOKS = ("__editable__", "_distutils_hack", "_virtualenv")
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import\b|import[ \t]+([^\n#;()\\]+))", re.M)
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".tox", ".nox",
                         ".mypy_cache", ".pytest_cache", "build", "dist", ".eggs"})
 
@@ -228,6 +234,9 @@ class ModuleIndex:
                 if "." not in k}
 
     # -- questions ----------------------------------------------------------------------------
+    def _stdlib_dirs(self) -> frozenset:
+        return frozenset(Path(p) for p in sys.path if p.endswith("lib-dynload")) | {self.stdlib_dir}
+
     def top_level(self) -> frozenset:
         self._build()
         return frozenset(self._top) | self.stdlib
@@ -247,6 +256,34 @@ class ModuleIndex:
                         names.add(dist[len(pre):])
             self._declared = frozenset(names)
         return self._declared
+
+    def project_imports(self, limit: int = 3000) -> frozenset:
+        """The top-level modules the repository's own files import (read as text; the first
+        `limit` files): a module the project already imports is no invention, installed here or
+        not (an optional dependency, one a distribution of another name provides)."""
+        if getattr(self, "_imported", None) is None:
+            names: set[str] = set()
+            n = 0
+            for dirpath, dirnames, filenames in os.walk(self.repo) if self.repo is not None else ():
+                dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")
+                               and not (Path(dirpath, d) / "pyvenv.cfg").exists()]
+                for f in filenames:
+                    if not f.endswith((".py", ".pyi")) or n >= limit:
+                        continue
+                    n += 1
+                    try:
+                        with open(os.path.join(dirpath, f), encoding="utf-8", errors="replace") as fh:
+                            code = fh.read(200_000)
+                    except OSError:
+                        continue
+                    for m in _IMPORT_LINE.finditer(code):
+                        if m.group(1):
+                            names.add(m.group(1))
+                        else:
+                            names.update(x.split()[0].split(".")[0] for x in m.group(2).split(",")
+                                         if x.split() and x.split()[0][:1].isalpha())
+            self._imported = frozenset(names)
+        return self._imported
 
     def submodules(self, package: Path) -> frozenset:
         return frozenset(_entries(package))
@@ -274,10 +311,14 @@ class ModuleIndex:
         head = parts[0]
         found = self._top.get(head) or self._look_again(head)
         if not found:
+            if head in sys.builtin_module_names and len(parts) == 1:
+                return Resolved("found", why=head, stdlib=True)    # compiled into the interpreter
             if head in self.stdlib:
                 return Resolved("unknown", why="builtin module", stdlib=True)
             if _norm(head) in self.declared():
                 return Resolved("unknown", why="declared dependency, not installed")
+            if head in self.project_imports():
+                return Resolved("unknown", why="imported elsewhere in the project, not installed")
             if self.hooks:
                 return Resolved("unknown", why="import hook")
             return Resolved("missing", why=head)
@@ -327,6 +368,10 @@ class ModuleIndex:
         if res.package is not None:
             names |= self.submodules(res.package)
         where = res.where
+        if where is None and res.stdlib and res.why:
+            return _interpreter_module(res.why)
+        if where is not None and _NATIVE.search(where.name) and where.parent in self._stdlib_dirs():
+            return _interpreter_module(where.name.split(".", 1)[0])     # lib-dynload: math, ...
         if where is None:
             return frozenset(names) if res.package is not None else None
         if where.suffix not in (".py", ".pyi"):
@@ -344,6 +389,16 @@ class ModuleIndex:
             except OSError:
                 pass
         return frozenset(names | module_names(code))
+
+
+@functools.lru_cache(maxsize=256)
+def _interpreter_module(name: str) -> frozenset | None:
+    """The names of one of the interpreter's own compiled modules (a builtin, or an extension
+    of its standard library: no repository's code), read by importing it here."""
+    try:
+        return frozenset(dir(importlib.import_module(name)))
+    except Exception:
+        return None
 
 
 def _registers_modules(path: Path) -> bool:

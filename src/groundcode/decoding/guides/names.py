@@ -82,6 +82,7 @@ class NamesMonitor(Guide):
             sp = ctx.splice("\n", filler="pass")        # a new module-level line: the star imports
             self._ticket = self.analyzer.ask(NamesQuery(sp, ("names", ctx.version, sp.line, sp.column), "<names>"))
         self.checked = 0                   # names and modules looked up (the audit's triggers)
+        self.checked_imports = 0           # ... of them modules and the names imports take
         self.state = WAIT
         self.narrow: Narrowing | None = None
         self.record: TriggerRecord | None = None
@@ -295,6 +296,7 @@ class NamesMonitor(Guide):
             if index is None:
                 index = module_index(self.ctx.repo, self.ctx.python if self.ctx.trust else None)
             self.checked += 1
+            self.checked_imports += 1
             res = index.resolve(use.module, self.ctx.path)
             if res.kind == "missing" and self._guarded(row, a + use.offset):
                 res = type(res)("unknown", why="conditional import")     # try: ... except ImportError
@@ -320,6 +322,7 @@ class NamesMonitor(Guide):
                 if a + off < gen_from or a + off in self.redone:
                     continue
                 self.checked += 1
+                self.checked_imports += 1
                 if exports is None:
                     exports = index.exports(res) or False
                 if exports is False:
@@ -327,6 +330,11 @@ class NamesMonitor(Guide):
                                                       failed_open=True, reason="exports unknown",
                                                       asked=False, analyzer="modules", kind="import"))
                     break
+                if name not in exports and self._guarded(row, a + off):
+                    row.triggers.append(TriggerRecord(receiver=use.module, candidates=0, chosen=name,
+                                                      failed_open=True, reason="conditional import",
+                                                      asked=False, analyzer="modules", kind="import"))
+                    continue
                 if name not in exports:
                     p = self._propose(row, name, a + off, "not exported", exports, "import", receiver=use.module)
                     if p is not None:
@@ -384,15 +392,17 @@ class NamesMonitor(Guide):
 
 
 def _guarded(code: str, at: int) -> bool:
-    """Is the import at `at` inside a `try:` block (an import that may fail on purpose)?"""
+    """Is the import at `at` inside a `try:` block or its `except` clause, or under an `if` or
+    `else` (an import that may fail on purpose, a fallback for one, one for another version)?"""
     line_start = code.rfind("\n", 0, at) + 1
     ind = indent_width(code[line_start:at])
     for line in reversed(code[:line_start].splitlines()):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         w = indent_width(line)
-        if w < ind:
-            return line.strip().startswith("try") and line.rstrip().endswith(":")
+        if w < ind:       # in a try block or its handler, or under an if/else (a version test)
+            head = re.sub(r"\s+#.*$", "", line.strip())
+            return head.endswith(":") and re.match(r"(try|except|if|elif|else)\b", head) is not None
     return False
 
 

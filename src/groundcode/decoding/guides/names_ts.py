@@ -51,6 +51,7 @@ class TsNamesMonitor(NamesMonitor):
             sp = _names_at(ctx)
             self._ticket = self.analyzer.ask(NamesQuery(sp, ("names", ctx.version, sp.line, sp.column), "<names>"))
         self.checked = 0
+        self.checked_imports = 0
         self.state = "wait"
         self.narrow = None
         self.record = None
@@ -182,6 +183,7 @@ class TsNamesMonitor(NamesMonitor):
                     return None
                 index = ts_module_index(repo)
             self.checked += 1
+            self.checked_imports += 1
             res = index.resolve(spec, self.ctx.path)
             if res.kind == "ok":
                 continue
