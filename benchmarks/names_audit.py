@@ -151,7 +151,7 @@ def header(path: Path, text: str) -> str:
     return data[: len(data) if end < 0 else end + 1].decode("utf-8", "surrogatepass")
 
 
-def replay_header(repo: Path, rel: str, tok, vocab) -> dict | None:
+def replay_header(repo: Path, rel: str, tok, vocab, analyzers) -> dict | None:
     """The file's import header replayed as generated text (`--kinds headers`)."""
     from groundcode.context import cursor_context
     path = repo / rel
@@ -164,7 +164,8 @@ def replay_header(repo: Path, rel: str, tok, vocab) -> dict | None:
     cls = NamesMonitor
     if ts:
         from groundcode.decoding.guides.names_ts import TsNamesMonitor as cls
-    g = cls(None, reproducible=True)
+    # TypeScript's server lists a module's exports (the names `import { … }` takes)
+    g = cls(_LazyAnalyzer(analyzers, repo, True) if ts else None, waits=PatientWait(), reproducible=True)
     row = RowView(0, ctx, vocab)
     g.reset(row)
     blocks = []
@@ -212,7 +213,7 @@ def main() -> None:
                         continue
                     files.add((task["repo_dir"], task["path"]))
                     t0 = time.perf_counter()
-                    r = replay_header(Path(task["repo_dir"]), task["path"], tok, vocab)
+                    r = replay_header(Path(task["repo_dir"]), task["path"], tok, vocab, analyzers)
                     if r is None:
                         continue
                     task = dict(task, kind="headers")

@@ -119,8 +119,9 @@ def test_module_uses_reads_every_form_of_import():
             'const m = import("dyn");\nconst r = require(\'req\');\nimport "side";\n'
             'const t = require(`t${x}`);\nimport { b } from "unfinished')
     got = module_uses(code, 0, len(code))
-    assert [s for s, _ in got] == ["p/q", "y", "./z", "dyn", "req", "side"]
-    assert all(code[o:o + len(s)] == s for s, o in got)
+    assert [u.spec for u in got] == ["p/q", "y", "./z", "dyn", "req", "side"]
+    assert all(code[u.at:u.at + len(u.spec)] == u.spec for u in got)
+    assert [n for n, _ in got[0].names] == ["a"] and code[got[0].stmt:].startswith("import { a }")
 
 
 def test_an_invented_module_is_redone_as_one_that_resolves(ts, tiny_lm, tmp_path):
@@ -136,3 +137,18 @@ def test_an_invented_module_is_redone_as_one_that_resolves(ts, tiny_lm, tmp_path
     assert recs and recs[0].rolled_back and not recs[0].failed_open, out.triggers
     assert '"lefpad"' not in out.completion, out.completion
     assert out.completion.startswith('import { leftpad } from "'), out.completion
+
+
+def test_a_name_the_module_does_not_export_is_redone_as_an_export(ts, tiny_lm, tmp_path):
+    from scripted import scripted_lm, planted
+    from groundcode.api import Generator
+    root = _ts_repo(tmp_path)
+    ctx = cursor_context(root / "src" / "app.ts", 1, 0, root)
+    target = 'import { leftpd } from "leftpad";\n'
+    with Generator(scripted_lm(tiny_lm, planted(target)), MonitorConfig(enabled=True, names=True,
+                                                                        reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+    recs = [t for t in out.triggers if t.kind == "import"]
+    assert [(r.reason, r.rolled_back, r.failed_open, r.chosen) for r in recs] == \
+        [("not exported", True, False, "leftpad")], out.triggers
+    assert out.completion.startswith('import { leftpad } from "leftpad"'), out.completion

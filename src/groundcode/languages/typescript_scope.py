@@ -3,7 +3,7 @@
 
     names = file_names(code)                 # every identifier the file writes outside a member
                                              # access (a superset of what it binds)
-    mods = module_uses(code, start, end)     # (specifier, offset of its text) of each import,
+    mods = module_uses(code, start, end)     # ModuleUse(spec, at, names, stmt) of each import,
                                              # export-from, require("x") and import("x") whose
                                              # string lies in code[start:end], read whole
     uses = read(code, start, end)            # the identifiers of code[start:end] in a parse of
@@ -112,8 +112,17 @@ def read(code: str, start: int, end: int) -> TsUses:
     return uses
 
 
+@dataclass
+class ModuleUse:
+    spec: str                                      # the module specifier
+    at: int                                        # offset of its first character
+    names: list = field(default_factory=list)      # (name, offset) an import/export { … } takes
+    stmt: int = 0                                  # offset where its statement starts
+
+
 def module_uses(code: str, start: int, end: int) -> list:
-    """(specifier, offset of its first character) of the module strings of code[start:end]:
+    """The module strings of code[start:end] (ModuleUse: the specifier, its offset, the names
+    `{ … }` takes from it, its statement's start):
     `import … from "x"`, `import "x"`, `import y = require("x")`, `export … from "x"`,
     `require("x")` and `import("x")` with a plain string (a template or an expression is not a
     specifier that can be read). A string in a statement tree-sitter reads with an error
@@ -136,11 +145,29 @@ def module_uses(code: str, start: int, end: int) -> list:
             if len(frag) <= 1 and n.child_count == len(frag) + 2:
                 at = frag[0].start_byte if frag else n.start_byte + 1
                 text = data[at: frag[0].end_byte].decode("utf-8", "surrogatepass") if frag else ""
-                out.append((text, to_char(at)))
+                stmt = n.parent
+                names = [(data[x.start_byte:x.end_byte].decode("utf-8", "surrogatepass"), to_char(x.start_byte))
+                         for x in _taken(stmt)]
+                out.append(ModuleUse(text, to_char(at), names, to_char(stmt.start_byte)))
             continue
         stack.extend(reversed(n.children))
-    out.sort(key=lambda x: x[1])
+    out.sort(key=lambda u: u.at)
     return out
+
+
+def _taken(stmt) -> list:
+    """The `name` nodes of an import's or export-from's `{ … }` specifiers."""
+    out = []
+    stack = list(stmt.children) if stmt.type in ("import_statement", "export_statement") else []
+    while stack:
+        n = stack.pop()
+        if n.type in ("import_specifier", "export_specifier"):
+            name = n.child_by_field_name("name")
+            if name is not None and name.type == "identifier":
+                out.append(name)
+        elif n.type in ("import_clause", "named_imports", "export_clause"):
+            stack.extend(n.children)
+    return sorted(out, key=lambda n: n.start_byte)
 
 
 def _is_source(n) -> bool:

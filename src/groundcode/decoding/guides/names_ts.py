@@ -16,7 +16,8 @@ Imports: the module string of each import, export-from, `import y = require("x")
 file system, nothing run); a specifier that does not is redone, from its first character,
 as one that does (an installed package, Node's modules, a sibling file), or fails open where
 the file system cannot tell (tsconfig paths, a declared dependency not installed, nothing
-installed). The names an import takes are not judged yet.
+installed). The names `import { … }` and `export { … } from` take must be the module's exports,
+as the language server lists them inside the braces.
 Test: tests/test_names_typescript.py.
 """
 from __future__ import annotations
@@ -101,8 +102,8 @@ class TsNamesMonitor(NamesMonitor):
                       if off >= len(self.prefix) and off + len(name) < len(full))
         if not bad and len(full) > self.line_at and self.check_imports and self.ctx.repo is not None:
             index = ts_module_index(self.ctx.repo)     # an invented module is never shown
-            bad = any(at >= len(self.prefix) and index.resolve(spec, self.ctx.path).kind == "missing"
-                      for spec, at in module_uses(full, self.line_at, len(full)))
+            bad = any(u.at >= len(self.prefix) and index.resolve(u.spec, self.ctx.path).kind == "missing"
+                      for u in module_uses(full, self.line_at, len(full)))
         if not bad:
             return len(row.text)
         start = max(0, self.line_at - len(self.prefix))
@@ -174,7 +175,8 @@ class TsNamesMonitor(NamesMonitor):
         if "import" not in region and "require" not in region and "from" not in region:
             return None
         index = None
-        for spec, at in module_uses(full, self.line_at, upto):
+        for use in module_uses(full, self.line_at, upto):
+            spec, at = use.spec, use.at
             if at < gen_from or at in self.redone:
                 continue
             if index is None:
@@ -186,6 +188,9 @@ class TsNamesMonitor(NamesMonitor):
             self.checked_imports += 1
             res = index.resolve(spec, self.ctx.path)
             if res.kind == "ok":
+                p = self._ts_exports(row, full, use, gen_from)
+                if p is not None:
+                    return p
                 continue
             if res.kind == "unknown":
                 row.triggers.append(TriggerRecord(receiver=spec, candidates=0, failed_open=True,
@@ -193,6 +198,41 @@ class TsNamesMonitor(NamesMonitor):
                 continue
             p = self._propose(row, spec, at, "unknown module", index.candidates(self.ctx.path), "import",
                               run=SPECIFIER)
+            if p is not None:
+                return p
+        return None
+
+
+    def _ts_exports(self, row: RowView, full: str, use, gen_from: int):
+        """The names `import { … } from "x"` takes must be exports of x: the language server's
+        completion inside the braces of `import {  } from "x"` lists them (asked once per
+        module; waited for where the monitor is reproducible, else for at most 0.25 s)."""
+        names = [(n, off) for n, off in use.names if off >= gen_from and off not in self.redone]
+        if not names or self.analyzer is None:
+            return None
+        head = full[:use.stmt] + "import { "
+        ln, col = end_position(head)
+        code = head + f' }} from "{use.spec}";\n' + self.ctx.after
+        sp = Splice(code, ln, col, self.ctx.path, self.ctx.overlay)
+        t = self.analyzer.ask(NamesQuery(sp, ("exports", use.spec, str(self.ctx.path)), "<exports>"))
+        a = t.result(0)
+        if a is None and self.waits is not None:
+            self.waits.wait([t], self.analyzer.deadline(), self._cancelled)
+            a = t.result(0)
+        elif a is None:
+            a = t.result(0.25)
+        exports = frozenset(n for n in a.names if _ident(n)) if a is not None and not a.failed else frozenset()
+        for name, off in names:
+            self.checked += 1
+            self.checked_imports += 1
+            if not exports:
+                row.triggers.append(TriggerRecord(receiver=use.spec, candidates=0, chosen=name, failed_open=True,
+                                                  reason="exports unknown", asked=True, analyzer="names",
+                                                  kind="import"))
+                return None
+            if name in exports:
+                continue
+            p = self._propose(row, name, off, "not exported", exports, "import", receiver=use.spec)
             if p is not None:
                 return p
         return None
