@@ -128,6 +128,11 @@ def test_the_interpreters_compiled_modules_export_their_names(proj):
         res = idx.resolve(mod)
         assert res.kind == "found" and name in idx.exports(res), (mod, res)
     assert "slep" not in idx.exports(idx.resolve("time"))
+    # a repository's module named like one of them is read as text, never run
+    marker = proj / "ran"
+    (proj / "array.py").write_text(f"open({str(marker)!r}, 'w').close()\nPLANTED = 1\n")
+    idx = ModuleIndex(proj)
+    assert "PLANTED" in idx.exports(idx.resolve("array")) and not marker.exists()
 
 
 def test_a_module_the_project_imports_elsewhere_is_not_judged(proj):

@@ -369,9 +369,9 @@ class ModuleIndex:
             names |= self.submodules(res.package)
         where = res.where
         if where is None and res.stdlib and res.why:
-            return _interpreter_module(res.why)
+            return _interpreter_module(res.why, None)
         if where is not None and _NATIVE.search(where.name) and where.parent in self._stdlib_dirs():
-            return _interpreter_module(where.name.split(".", 1)[0])     # lib-dynload: math, ...
+            return _interpreter_module(where.name.split(".", 1)[0], str(where))   # lib-dynload: math
         if where is None:
             return frozenset(names) if res.package is not None else None
         if where.suffix not in (".py", ".pyi"):
@@ -392,11 +392,25 @@ class ModuleIndex:
 
 
 @functools.lru_cache(maxsize=256)
-def _interpreter_module(name: str) -> frozenset | None:
-    """The names of one of the interpreter's own compiled modules (a builtin, or an extension
-    of its standard library: no repository's code), read by importing it here."""
+def _interpreter_module(name: str, file: str | None) -> frozenset | None:
+    """The names of one of the interpreter's own compiled modules, read by importing it here:
+    a builtin (`file` None: the builtin importer, never a file of that name on sys.path), or an
+    extension of its standard library loaded from that very file (`file`), so that a
+    repository's `math.py` on sys.path is never what runs."""
     try:
-        return frozenset(dir(importlib.import_module(name)))
+        mod = sys.modules.get(name)
+        if mod is None and file is None:
+            if name not in sys.builtin_module_names:
+                return None
+            mod = importlib.import_module(name)
+        elif mod is None:
+            import importlib.machinery
+            import importlib.util
+            loader = importlib.machinery.ExtensionFileLoader(name, file)
+            spec = importlib.util.spec_from_file_location(name, file, loader=loader)
+            mod = importlib.util.module_from_spec(spec)
+            loader.exec_module(mod)
+        return frozenset(dir(mod))
     except Exception:
         return None
 
