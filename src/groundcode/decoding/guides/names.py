@@ -81,12 +81,16 @@ class NamesMonitor(Guide):
         if self._why == "star import" and self.analyzer is not None:
             sp = ctx.splice("\n", filler="pass")        # a new module-level line: the star imports
             self._ticket = self.analyzer.ask(NamesQuery(sp, ("names", ctx.version, sp.line, sp.column), "<names>"))
+        self._fresh(0)
+
+    def _fresh(self, line_at: int) -> None:
+        """The row's judging state at its start (both languages)."""
         self.checked = 0                   # names and modules looked up (the audit's triggers)
         self.checked_imports = 0           # ... of them modules and the names imports take
         self.state = WAIT
         self.narrow: Narrowing | None = None
         self.record: TriggerRecord | None = None
-        self.line_at = 0                   # offset (prefix + text) of the unchecked line's start
+        self.line_at = line_at             # offset (prefix + text) of the unchecked line's start
         self.binds: frozenset = frozenset()    # names the checked generated lines bind
         self.defs: tuple = ()              # indentation of generated def/class lines still open
         self.opened = None                 # a generated star import / globals(): why

@@ -51,17 +51,7 @@ class TsNamesMonitor(NamesMonitor):
         if self.analyzer is not None:
             sp = _names_at(ctx)
             self._ticket = self.analyzer.ask(NamesQuery(sp, ("names", ctx.version, sp.line, sp.column), "<names>"))
-        self.checked = 0
-        self.checked_imports = 0
-        self.state = "wait"
-        self.narrow = None
-        self.record = None
-        self.line_at = len(self.prefix)          # judged up to here (offset in before + text)
-        self.binds = frozenset()
-        self.defs = ()
-        self.opened = None
-        self.redone = frozenset()
-        self.rollbacks = 0
+        self._fresh(len(self.prefix))            # judged from the cursor on (before + text)
 
     def advance(self, row: RowView, token: int):
         if self.state == "narrow":
