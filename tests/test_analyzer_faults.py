@@ -89,8 +89,11 @@ def test_a_server_hung_mid_answer_is_killed_and_grounding_resumes(tmp_path):
         at = _at(tmp_path)
         t0 = time.monotonic()
         t = a.ask(MembersQuery(at, "self", ("first",)))
-        assert t.result(a.deadline()) is None
+        deadline = time.monotonic() + H                 # the server's process, once it is up
+        while a.pid is None and time.monotonic() < deadline:   # (on a loaded machine that
+            time.sleep(0.01)                            # may take longer than the deadline)
         first = a.pid
+        assert t.result(a.deadline()) is None
         seen: list = []
         took = _until_grounded(a, at, t0, 2 * H, seen)
         assert took < 2 * H

@@ -105,6 +105,15 @@ def test_module_specifiers_resolve_on_the_file_system_alone(tmp_path):
     assert idx.resolve("not-installed", app).why == "declared dependency not installed"
     cands = idx.candidates(app)
     assert {"leftpad", "@acme/util", "./helper", "fs", "node:fs"} <= cands and "./app" not in cands
+    # a path as a command line gives it, relative to the current directory, not the root
+    import os
+    cwd = os.getcwd()
+    try:
+        os.chdir(root / "src")
+        assert idx.resolve("./helper", Path("app.ts")).kind == "ok"
+        assert idx.resolve("leftpad", Path("app.ts")).kind == "ok"
+    finally:
+        os.chdir(cwd)
     # a mapping the file system cannot follow, or nothing installed yet: fail open
     (root / "tsconfig.json").write_text('{"compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"]}}}')
     assert TsModuleIndex(root).resolve("@/helper", app).why == "tsconfig paths"

@@ -141,8 +141,16 @@ class TsModuleIndex:
             d = d.parent
 
     # -- the questions ----------------------------------------------------------------------
+    def _file_of(self, path) -> Path:
+        """The importing file: `path` as given (absolute, or relative to the current directory
+        as a command line names it), else relative to the root."""
+        p = Path(path)
+        if p.is_absolute():
+            return p
+        return p.resolve() if p.exists() else self.root / p
+
     def resolve(self, spec: str, path: Path) -> TsResolved:
-        here = (self.root / path).parent if not Path(path).is_absolute() else Path(path).parent
+        here = self._file_of(path).parent
         if not spec or "${" in spec or "!" in spec or "?" in spec or "\\" in spec:
             return TsResolved("unknown", "specifier not a plain path")
         if spec.startswith(("./", "../", "/")) or spec in (".", ".."):
@@ -181,14 +189,15 @@ class TsModuleIndex:
         return TsResolved("unknown", "package subpath")
 
     def candidates(self, path: Path) -> frozenset:
-        here = (self.root / path).parent if not Path(path).is_absolute() else Path(path).parent
+        me = self._file_of(path)
+        here = me.parent
         names = set(NODE) | {"node:" + n for n in NODE}
         for nm in self._node_modules(here):
             names.update(n for n in self._installed(nm) if not n.startswith("@types/"))
         try:
             for e in here.iterdir():
                 stem = _stem(e)
-                if stem and e.resolve() != (self.root / path).resolve():
+                if stem and e.resolve() != me.resolve():
                     names.add("./" + stem)
         except OSError:
             pass
