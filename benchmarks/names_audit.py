@@ -97,16 +97,9 @@ def _ts_context(task: dict):
     return _ts_bench().context_for(task, (Path(task["repo_dir"]) / task["path"]).read_text(encoding="utf-8"))
 
 
-def replay(task, tok, vocab, analyzers) -> dict:
-    ts = task["path"].endswith((".ts", ".tsx", ".mts", ".cts"))
-    ctx = _ts_context(task) if ts else context_for(task)
-    ids = tok.encode(task["reference"], add_special_tokens=False)
-    row = RowView(0, ctx, vocab)
-    cls = NamesMonitor
-    if ts:
-        from groundcode.decoding.guides.names_ts import TsNamesMonitor as cls
-    g = cls(_LazyAnalyzer(analyzers, Path(task["repo_dir"]), ts), waits=PatientWait(), reproducible=True)
-    g.reset(row)
+def feed(g, row, ids, vocab) -> list:
+    """Feed `ids` to the monitor as the engine feeds a row, declining every proposal (the replay
+    goes on), then settle: the proposals made (each a false block on real code)."""
     blocks = []
     for t in ids:
         row.tokens.append(t)
@@ -119,6 +112,20 @@ def replay(task, tok, vocab, analyzers) -> dict:
     p = as_rollback(g.settle(row))
     if p is not None:
         blocks.append(p)
+    return blocks
+
+
+def replay(task, tok, vocab, analyzers) -> dict:
+    ts = task["path"].endswith((".ts", ".tsx", ".mts", ".cts"))
+    ctx = _ts_context(task) if ts else context_for(task)
+    ids = tok.encode(task["reference"], add_special_tokens=False)
+    row = RowView(0, ctx, vocab)
+    cls = NamesMonitor
+    if ts:
+        from groundcode.decoding.guides.names_ts import TsNamesMonitor as cls
+    g = cls(_LazyAnalyzer(analyzers, Path(task["repo_dir"]), ts), waits=PatientWait(), reproducible=True)
+    g.reset(row)
+    blocks = feed(g, row, ids, vocab)
     recs = [r for r in row.triggers if r.kind in ("name", "import")]
     return {"checked": g.checked, "blocks": [(p.reason, p.payload[1].chosen, p.payload[1].kind) for p in blocks],
             "failed_open": Counter(f"{r.kind}: {r.reason}" for r in recs if r.failed_open)}
@@ -168,18 +175,7 @@ def replay_header(repo: Path, rel: str, tok, vocab, analyzers) -> dict | None:
     g = cls(_LazyAnalyzer(analyzers, repo, True) if ts else None, waits=PatientWait(), reproducible=True)
     row = RowView(0, ctx, vocab)
     g.reset(row)
-    blocks = []
-    for t in tok.encode(head, add_special_tokens=False):
-        row.tokens.append(t)
-        row.text += vocab.texts[t]
-        row.ends.append(len(row.text))
-        p = as_rollback(g.advance(row, t))
-        if p is not None:
-            blocks.append(p)
-            g.declined(row, p)
-    p = as_rollback(g.settle(row))
-    if p is not None:
-        blocks.append(p)
+    blocks = feed(g, row, tok.encode(head, add_special_tokens=False), vocab)
     recs = [r for r in row.triggers if r.kind == "import"]
     return {"checked": g.checked_imports,
             "blocks": [(p.reason, p.payload[1].chosen, p.payload[1].kind) for p in blocks

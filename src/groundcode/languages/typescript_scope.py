@@ -77,14 +77,18 @@ def _statement(node):
     return None
 
 
-def read(code: str, start: int, end: int) -> TsUses:
-    """The identifiers of code[start:end] (character offsets) in a parse of all of `code`."""
+def _parse(code: str, start: int, end: int):
+    """(utf-8 bytes, byte -> character offset, the byte span of code[start:end], the parse)."""
     data = code.encode("utf-8", "surrogatepass")
     ascii_ = len(data) == len(code)
     to_byte = (lambda i: i) if ascii_ else (lambda i: len(code[:i].encode("utf-8", "surrogatepass")))
     to_char = (lambda b: b) if ascii_ else (lambda b: len(data[:b].decode("utf-8", "surrogatepass")))
-    b0, b1 = to_byte(start), to_byte(end)
-    tree = _parser().parse(data)
+    return data, to_char, to_byte(start), to_byte(end), _parser().parse(data)
+
+
+def read(code: str, start: int, end: int) -> TsUses:
+    """The identifiers of code[start:end] (character offsets) in a parse of all of `code`."""
+    data, to_char, b0, b1, tree = _parse(code, start, end)
     uses = TsUses()
     stack = [tree.root_node]
     found = []
@@ -127,12 +131,7 @@ def module_uses(code: str, start: int, end: int) -> list:
     `require("x")` and `import("x")` with a plain string (a template or an expression is not a
     specifier that can be read). A string in a statement tree-sitter reads with an error
     (unfinished) is left out."""
-    data = code.encode("utf-8", "surrogatepass")
-    ascii_ = len(data) == len(code)
-    to_byte = (lambda i: i) if ascii_ else (lambda i: len(code[:i].encode("utf-8", "surrogatepass")))
-    to_char = (lambda b: b) if ascii_ else (lambda b: len(data[:b].decode("utf-8", "surrogatepass")))
-    b0, b1 = to_byte(start), to_byte(end)
-    tree = _parser().parse(data)
+    data, to_char, b0, b1, tree = _parse(code, start, end)
     out = []
     stack = [tree.root_node]
     while stack:
