@@ -133,15 +133,19 @@ def test_module_uses_reads_every_form_of_import():
     assert [n for n, _ in got[0].names] == ["a"] and code[got[0].stmt:].startswith("import { a }")
 
 
-def test_an_invented_module_is_redone_as_one_that_resolves(ts, tiny_lm, tmp_path):
+def _import_at_app_start(tiny_lm, tmp_path, target: str):
+    """The model planted to write `target` at the start of _ts_repo's src/app.ts, names on."""
     from scripted import scripted_lm, planted
     from groundcode.api import Generator
     root = _ts_repo(tmp_path)
     ctx = cursor_context(root / "src" / "app.ts", 1, 0, root)
-    target = 'import { leftpad } from "lefpad";\n'
     with Generator(scripted_lm(tiny_lm, planted(target)), MonitorConfig(enabled=True, names=True,
                                                                         reproducible=True)) as gen:
-        out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+        return gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+
+
+def test_an_invented_module_is_redone_as_one_that_resolves(ts, tiny_lm, tmp_path):
+    out = _import_at_app_start(tiny_lm, tmp_path, 'import { leftpad } from "lefpad";\n')
     recs = [t for t in out.triggers if t.kind == "import"]
     assert recs and recs[0].rolled_back and not recs[0].failed_open, out.triggers
     assert '"lefpad"' not in out.completion, out.completion
@@ -149,14 +153,7 @@ def test_an_invented_module_is_redone_as_one_that_resolves(ts, tiny_lm, tmp_path
 
 
 def test_a_name_the_module_does_not_export_is_redone_as_an_export(ts, tiny_lm, tmp_path):
-    from scripted import scripted_lm, planted
-    from groundcode.api import Generator
-    root = _ts_repo(tmp_path)
-    ctx = cursor_context(root / "src" / "app.ts", 1, 0, root)
-    target = 'import { leftpd } from "leftpad";\n'
-    with Generator(scripted_lm(tiny_lm, planted(target)), MonitorConfig(enabled=True, names=True,
-                                                                        reproducible=True)) as gen:
-        out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+    out = _import_at_app_start(tiny_lm, tmp_path, 'import { leftpd } from "leftpad";\n')
     recs = [t for t in out.triggers if t.kind == "import"]
     assert [(r.reason, r.rolled_back, r.failed_open, r.chosen) for r in recs] == \
         [("not exported", True, False, "leftpad")], out.triggers
