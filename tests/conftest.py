@@ -9,6 +9,9 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+# idle work (lookahead) runs whatever else loads the machine: no test depends on the load
+# (test_drafts checks the busy rule itself); subprocesses inherit it
+os.environ["GROUNDCODE_BUSY_SHARE"] = "inf"
 
 
 @pytest.fixture(scope="session")

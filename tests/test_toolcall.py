@@ -77,7 +77,7 @@ def _gen(tiny_lm, marked, tools: ToolConfig, monitored=False, analyzer=None, bon
     vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
     model = CompLM(tiny_lm, vocab, marked, tool_token_id(tiny_lm.tokenizer), bonus)
     gen = Generator(LoadedModel(model, tiny_lm.tokenizer, "scripted", "cpu", "float32"),
-                    MonitorConfig(enabled=monitored), tools=tools)
+                    MonitorConfig(enabled=monitored, deadline_s=60.0), tools=tools)  # never late here
     if analyzer is not None:
         gen.set_analyzer(FIX, analyzer)
     return gen

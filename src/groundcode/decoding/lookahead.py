@@ -16,8 +16,19 @@ BUSY_SHARE = 0.5            # other processes using more than this share of the 
 _BUSY = {"t": 0.0, "busy": False}
 
 
+def _busy_share() -> float:
+    """BUSY_SHARE, or GROUNDCODE_BUSY_SHARE where set ("inf": idle work whatever the load; "0":
+    only on a machine nothing else uses)."""
+    import os
+    raw = os.environ.get("GROUNDCODE_BUSY_SHARE", "")
+    try:
+        return float(raw) if raw else BUSY_SHARE
+    except ValueError:
+        return BUSY_SHARE
+
+
 def _machine_busy() -> bool:
-    """Other processes keep more than BUSY_SHARE of the machine's cores busy (sampled at most
+    """Other processes keep more than _busy_share() of the machine's cores busy (sampled at most
     once a second: the system's CPU time since the last sample minus this process's)."""
     now = time.monotonic()
     if now - _BUSY["t"] < 1.0:
@@ -28,7 +39,7 @@ def _machine_busy() -> bool:
         import psutil
         total = psutil.cpu_percent(None) / 100.0                   # share of all cores, since the last call
         ours = psutil.Process().cpu_percent(None) / 100.0 / (os.cpu_count() or 1)
-        _BUSY["busy"] = _BUSY["t"] > 0 and total - ours > BUSY_SHARE
+        _BUSY["busy"] = _BUSY["t"] > 0 and total - ours > _busy_share()
     except Exception:       # psutil missing: never "busy"
         _BUSY["busy"] = False
     _BUSY["t"] = now
