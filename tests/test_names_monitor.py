@@ -108,6 +108,17 @@ def test_module_index_resolves_the_workspace_the_standard_library_and_relative_i
     core = idx.exports(idx.resolve("pkg.core"))
     assert {"Engine", "start", "speed"} <= core and "hidden" not in core   # module level only
     assert idx.resolve("pkg.core.deeper").kind == "missing"    # a module file is no package
+    assert idx.resolve("pkg.core.deeper.still").why == "pkg.core.deeper"   # the first missing part
+    assert idx.resolve("pkg.sub.gone.x").why == "pkg.sub.gone"
+    for name, init in (("twin", True), ("halfway", False)):  # a directory beside a module file
+        (proj / "pkg" / name).mkdir()
+        (proj / "pkg" / f"{name}.py").write_text("X = 1\n")
+        if init:
+            (proj / "pkg" / name / "__init__.py").write_text("")
+        (proj / "pkg" / name / "inner.py").write_text("")
+    idx = ModuleIndex(proj)                                  # Python's finder: package > module file
+    assert idx.resolve("pkg.twin.inner").kind == "found"     # > namespace directory
+    assert idx.resolve("pkg.halfway.inner").kind == "missing"
     (proj / "made_later.py").write_text("")                 # created after the index was built
     assert idx.resolve("made_later").kind == "found"
 
@@ -205,6 +216,20 @@ def test_an_invented_module_and_an_unexported_name_are_redone(tiny_lm, names_rep
     out = _complete(tiny_lm, names_repo, "from pkg.core import Engin\n", max_new=40)
     (rec,) = [t for t in out.triggers if t.kind == "import"]
     assert rec.rolled_back and rec.chosen in {"Engine", "start"}, (out.completion, rec)
+
+
+@pytest.mark.parametrize("target, want", [
+    ("from pkg.core.engines import Engine\n", "from pkg.core"),
+    ("import json.decoder.fast\n", "import json.decoder"),
+])
+def test_a_submodule_of_a_module_file_is_redone_without_the_dot(tiny_lm, names_repo, target, want):
+    # core.py and decoder.py are module files: nothing can follow them after a dot; the module
+    # name is redone with a dot banned after it, so the import ends at the file
+    out = _complete(tiny_lm, names_repo, target, max_new=24)
+    (rec,) = [t for t in out.triggers if t.kind == "import" and not t.failed_open]
+    assert rec.rolled_back and rec.reason == "submodule of a module file", rec
+    text = out.completion.lstrip()                # (the scripted model writes filler once
+    assert text.startswith(want) and text[len(want)] != ".", out.completion   # off its script)
 
 
 def test_a_star_import_is_read_by_the_analyzer(tiny_lm, names_repo):

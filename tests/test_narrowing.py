@@ -79,3 +79,18 @@ def test_typescripts_private_and_dollar_names_are_spelled():
     assert m.feed("value") is None and {toks[i] for i in m.allowed()} == {"$"}
     assert m.feed("$(") == 1 and m.typed == "value$"
     assert not Narrowing(v, {"value"}).accepts("value$")    # `value$` is another name
+
+
+def test_no_follow_bans_a_character_right_after_the_complete_name():
+    vocab = VocabIndex(["", "core", "co", "re", ".", ".x", "core.", " import", "(", "\n"])
+    n = Narrowing(vocab, {"core"}, no_follow=".")
+    ids = {vocab.texts[i] for i in n.allowed()}
+    assert {"core", "co"} <= ids and "core." not in ids
+    assert not n.accepts("core.") and n.accepts("core") and n.accepts("co")
+    n.feed("core")
+    after = {vocab.texts[i] for i in n.allowed()}
+    assert {" import", "(", "\n"} <= after and not after & {".", ".x"}
+    assert not n.accepts(".x") and n.accepts(" import")
+    free = Narrowing(vocab, {"core"})                 # without it a dot may end the name
+    free.feed("core")
+    assert "." in {vocab.texts[i] for i in free.allowed()}

@@ -107,17 +107,22 @@ class Resolved:
 
 
 def _entries(d: Path) -> dict[str, Path]:
-    """Module names directly in directory `d` -> their path (package dir, module file)."""
+    """Module names directly in directory `d` -> their path, as Python's finder picks between
+    entries of one name: a package (a directory with `__init__`), else a module file, else a
+    directory without `__init__` (a namespace package)."""
     out: dict[str, Path] = {}
     try:
         it = list(os.scandir(d))
     except OSError:
         return out
+    spaces: dict[str, Path] = {}
+    packages: dict[str, Path] = {}
     for e in it:
         name = e.name
         if e.is_dir(follow_symlinks=True):
             if name.isidentifier() and name not in _SKIP_DIRS:
-                out.setdefault(name, Path(e.path))
+                init = any(os.path.isfile(os.path.join(e.path, f"__init__{x}")) for x in (".py", ".pyi"))
+                (packages if init else spaces)[name] = Path(e.path)
         elif name.endswith(_EXTS):
             stem = name.rsplit(".", 1)[0]
             if stem.isidentifier():
@@ -126,7 +131,7 @@ def _entries(d: Path) -> dict[str, Path]:
             stem = name.split(".", 1)[0]
             if stem.isidentifier():
                 out.setdefault(stem, Path(e.path))
-    return out
+    return {**spaces, **out, **packages}
 
 
 def _site_dirs(python: Path | None) -> list[Path]:
@@ -345,13 +350,13 @@ class ModuleIndex:
                 # in sys.modules itself (`os.path`), which is not judged
                 if cur.suffix not in (".py", ".pyi") or _registers_modules(cur):
                     return Resolved("unknown", why=f"{name} is not a package")
-                return Resolved("missing", why=".".join([name, *rest[: i + 1]]))
+                return Resolved("missing", why=f"{name}.{part}")
             nxt = _entries(cur).get(part)
             if nxt is None:
                 init = cur / "__init__.py"
                 if init.is_file() and _dynamic(init):
                     return Resolved("unknown", why=f"{name} builds its modules")
-                return Resolved("missing", why=".".join([name, *rest[: i + 1]]))
+                return Resolved("missing", why=f"{name}.{part}")
             cur, name = nxt, f"{name}.{part}"
         if cur.is_dir():
             init = next((cur / f"__init__{e}" for e in (".py", ".pyi") if (cur / f"__init__{e}").is_file()), None)

@@ -110,12 +110,12 @@ class NamesMonitor(Guide):
         self.lexer.rewind(len(self.prefix) + len(row.text))
 
     def rolled_back(self, row: RowView, proposal: Rollback) -> None:
-        names, record, owed, at, run = proposal.payload
+        names, record, owed, at, how = proposal.payload
         if not any(t is record for t in row.triggers):
             row.triggers.append(record)
         record.rolled_back = record.constrained = True
         self.record = record
-        self.narrow = Narrowing(row.vocab, names, need=owed, hide=is_dunder, run=run)
+        self.narrow = Narrowing(row.vocab, names, need=owed, hide=is_dunder, **how)
         self.state = NARROW
         self.redone = self.redone | {at}
         self.rollbacks += 1
@@ -309,15 +309,17 @@ class NamesMonitor(Guide):
                                                   reason=res.why, asked=False, analyzer="modules", kind="import"))
                 continue
             if res.kind == "missing":
-                part, names = self._missing_part(index, use, res)
-                if part is None:               # no name could stand there (a module file's
-                    row.triggers.append(TriggerRecord(  # "submodule"): nothing to redo it with
+                part, names, no_dot = self._missing_part(index, use, res)
+                if part is None:               # no name could stand there: nothing to redo it with
+                    row.triggers.append(TriggerRecord(
                         receiver=use.module, candidates=0, failed_open=True, reason="no candidate",
                         asked=False, analyzer="modules", kind="import"))
                     continue
                 if a + part[1] in self.redone:
                     continue
-                p = self._propose(row, part[0], a + part[1], "unknown module", names, "import")
+                p = self._propose(row, part[0], a + part[1],
+                                  "submodule of a module file" if no_dot else "unknown module", names,
+                                  "import", no_follow="." if no_dot else "")
                 if p is not None:
                     return p
                 continue
@@ -340,7 +342,8 @@ class NamesMonitor(Guide):
                                                       asked=False, analyzer="modules", kind="import"))
                     continue
                 if name not in exports:
-                    p = self._propose(row, name, a + off, "not exported", exports, "import", receiver=use.module)
+                    p = self._propose(row, name, a + off, "not exported", exports, "import",
+                                      receiver=use.module, no_follow=".")   # `import a.b` never
                     if p is not None:
                         return p
         return None
@@ -352,12 +355,14 @@ class NamesMonitor(Guide):
         return _guarded(self.prefix + row.text, at)
 
     def _missing_part(self, index, use, res):
-        """The (part, offset) of the module path that does not exist, and the names that could
-        stand there."""
-        missing = res.why.split(".")
+        """The (part, offset) of the module path to redo, the names that could stand there, and
+        whether a dot may not follow it: a part that does not exist is redone among its
+        package's modules; a part after a module file (`from pkg.mod.sub import`: mod.py is no
+        package) is redone from the module file's name, which a dot may not follow."""
+        missing = res.why.lstrip(".").split(".")
         k = len(missing) - 1
         if k >= len(use.parts):
-            return None, None
+            return None, None, False
         part = use.parts[k]
         level = len(use.module) - len(use.module.lstrip("."))
         if k == 0 and not level:
@@ -365,16 +370,21 @@ class NamesMonitor(Guide):
         else:
             parent = index.resolve("." * level + ".".join(p for p, _ in use.parts[:k]), self.ctx.path) \
                 if (k or level) else None
-            if parent is None or parent.package is None:
-                return None, None
+            if parent is None or parent.kind != "found":
+                return None, None, False
+            if parent.package is None:
+                if not k:                     # `from . import` names a module file's parent: fine
+                    return None, None, False
+                return use.parts[k - 1], frozenset({use.parts[k - 1][0]}), True
             names = index.submodules(parent.package)
-        return part, frozenset(n for n in names if n.isidentifier())
+        return part, frozenset(n for n in names if n.isidentifier()), False
 
     def _propose(self, row: RowView, name: str, at: int, why: str, names, kind: str,
-                 receiver: str = "", run=None) -> Rollback | None:
+                 receiver: str = "", run=None, no_follow: str = "") -> Rollback | None:
         """A missing name at `at` (offset in prefix + text): the rollback to redo it under the
-        mask of `names` (`run`: their characters, narrowing.py; None: identifiers), or a
-        failed-open record where that cannot be done."""
+        mask of `names` (`run`: their characters, narrowing.py; None: identifiers; `no_follow`:
+        characters that may not come right after it), or a failed-open record where that
+        cannot be done."""
         rec = TriggerRecord(receiver=receiver, candidates=len(names), chosen=name, analyzer="names",
                             asked=False, kind=kind, reason=why)
         pos = at - len(self.prefix)
@@ -387,12 +397,13 @@ class NamesMonitor(Guide):
         k = next(i for i, e in enumerate(row.ends) if e > pos)
         start = row.ends[k - 1] if k else 0
         owed = row.text[start:pos]
-        if not names or not Narrowing(row.vocab, names, need=owed, run=run).allowed().size:
+        how = {"run": run, "no_follow": no_follow}
+        if not names or not Narrowing(row.vocab, names, need=owed, **how).allowed().size:
             rec.failed_open, rec.reason = True, "no candidate"
             row.triggers.append(rec)
             return None
         row.triggers.append(rec)
-        return Rollback(k, why, (frozenset(names), rec, owed, at, run))
+        return Rollback(k, why, (frozenset(names), rec, owed, at, how))
 
 
 def _guarded(code: str, at: int) -> bool:

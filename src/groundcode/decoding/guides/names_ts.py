@@ -222,7 +222,8 @@ class TsNamesMonitor(NamesMonitor):
                 return None
             if name in exports:
                 continue
-            p = self._propose(row, name, off, "not exported", exports, "import", receiver=use.spec)
+            p = self._propose(row, name, off, "not exported", exports, "import", receiver=use.spec,
+                              no_follow=".")          # `import { a.b }` never
             if p is not None:
                 return p
         return None

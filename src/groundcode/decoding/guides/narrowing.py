@@ -9,6 +9,8 @@ and no tensors; the vocabulary index does the token work.
     n = Narrowing(vocab, names, hide=is_dunder)  # allowed, but never steered to (see below)
     n = Narrowing(vocab, specs, run=SPECIFIER)   # names of other characters (a module
                                        # specifier in its string: `@scope/pkg-x`)
+    n = Narrowing(vocab, {"client"}, no_follow=".")   # characters that may not come right
+                                       # after the complete name (a module file: no `.sub`)
     ids = n.allowed()                  # token ids that continue `need`, then extend `typed`
                                        # towards a candidate, or finish one and go on with a
                                        # non-identifier character (np.ndarray; empty = none fits)
@@ -53,9 +55,10 @@ def is_dunder(name: str) -> bool:
 
 
 class Narrowing:
-    __slots__ = ("vocab", "names", "cs", "visible", "need", "typed", "run")
+    __slots__ = ("vocab", "names", "cs", "visible", "need", "typed", "run", "no_follow", "_kept")
 
-    def __init__(self, vocab, names, need: str = "", typed: str = "", hide=None, run=None):
+    def __init__(self, vocab, names, need: str = "", typed: str = "", hide=None, run=None,
+                 no_follow: str = ""):
         self.vocab = vocab
         self.names: frozenset = names if isinstance(names, frozenset) else frozenset(names)
         self.cs = vocab.candidates(self.names)        # sorted + encoded once (cached by the index)
@@ -64,6 +67,8 @@ class Narrowing:
         self.need = need
         self.typed = typed
         self.run = run                            # the name's characters (None: an identifier)
+        self.no_follow = no_follow
+        self._kept: dict = {}
 
     # -- queries ------------------------------------------------------------------------------
     def _steer_cs(self, typed: str):
@@ -74,7 +79,24 @@ class Narrowing:
         """Token ids allowed next (see the module docstring); with `steer`, hidden names only
         once no visible one extends `typed`. Cached by the vocab index."""
         cs = self._steer_cs(self.typed) if steer else self.cs
-        return self.vocab.allowed_in(cs, self.typed, self.need)
+        ids = self.vocab.allowed_in(cs, self.typed, self.need)
+        if not self.no_follow:
+            return ids
+        key = (cs.key, self.typed, self.need)
+        kept = self._kept.get(key)
+        if kept is None:
+            texts = self.vocab.texts
+            kept = self._kept[key] = np.array([i for i in ids.tolist() if self._follows(texts[i])],
+                                              dtype=ids.dtype)
+        return kept
+
+    def _follows(self, text: str) -> bool:
+        """Does the token's text, past what it owes and the name, go on with a character
+        `no_follow` bans?  False then."""
+        i = min(len(self.need), len(text))
+        rest = text[i:]
+        rest = rest[len(self._run(rest, 0)):]
+        return not rest or rest[0] not in self.no_follow
 
     def accepts(self, text: str) -> bool:
         """Would a token with this text be allowed next (hidden names included)? A token with
@@ -90,6 +112,8 @@ class Narrowing:
                 return True
             text = text[len(need):]
         name = self._run(text, 0)
+        if len(name) < len(text) and text[len(name)] in self.no_follow:
+            return False
         return self.fits(self.typed + name, complete=len(name) < len(text))
 
     def fits(self, name: str, complete: bool = True) -> bool:
