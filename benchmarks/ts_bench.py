@@ -15,7 +15,11 @@ the package is compiled with the body in place (`tsc --noEmit` on its recipe tsc
 sandbox: evaluation/tsc_judge.py) and only errors the reference body does not have count
 (evaluation/ts_scoring.py). Metrics: compile rate, member errors (TS2339 + TS2551), errors by
 code, EditSim. Dereference tasks: the rest of a line after `obj.` in a method; next-identifier
-match (the first name written is the reference's), exact line, EditSim.
+match (the first name written is the reference's), exact line, EditSim. Name and import tasks
+(`--names N --imports N`; built with `bench build --recipe R --kinds function,dereference,name,import`):
+the rest of a line from a name a method reads / after `import `, scored as dereference tasks
+and by the compiler with the first line in place: hallucinated names (TS2304, TS2552) and imports
+(TS2307, TS2305, TS2724, TS2614) the reference does not have, compile rate, harm.
 `--audit N`: the grounding audit on N dereference tasks (all by default) before generation: the
 monitor's question at each task's `obj.` asked as the monitor asks it, and the reference's
 member judged against the answer — a false block where the server answered and the member the
@@ -94,7 +98,7 @@ def generate(gen, tasks: list[dict], arm: str, samples: Path, max_new: dict, pro
         if key not in done:
             text = (Path(t["repo_dir"]) / t["path"]).read_text(encoding="utf-8")
             ctx = context_for(t, text)
-            s = SamplingConfig(max_new_tokens=max_new[t["kind"]], stop="line" if t["kind"] == "dereference" else "block")
+            s = SamplingConfig(max_new_tokens=max_new[t["kind"]], stop="block" if t["kind"] == "function" else "line")
             t0 = time.perf_counter()
             try:
                 g = view.run([ctx], s)[0][0]
@@ -150,17 +154,28 @@ def score(task: dict, rec: dict, baselines: dict) -> dict:
     from groundcode.evaluation.metrics import edit_sim
     comp, ref = rec["completion"], task["reference"]
     row = {"edit_sim": edit_sim(ref, comp)}
-    if task["kind"] == "dereference":
+    if task["kind"] != "function":
         line = comp.split("\n", 1)[0]
         row["nim"] = float(first_identifier(line) == first_identifier(ref) != "")
         row["exact_line"] = float(line.strip() == ref.strip())
-        return row
+        if task["kind"] == "dereference":
+            return row
     from groundcode.evaluation.ts_scoring import score_task
-    j = score_task(task, comp, baselines)
+    j = score_task(task, comp if task["kind"] == "function" else comp.split("\n", 1)[0], baselines)
+    if task["kind"] in CURSOR_CODES:       # the four-kind benchmark's cursors: judged by tsc
+        n = sum(j["codes"].get(c, 0) for c in CURSOR_CODES[task["kind"]])
+        row.update({f"{task['kind']}_errors": float(n), f"has_{task['kind']}_error": float(n > 0),
+                    "compiles": float(j["compiles"]), "codes": j["codes"]})
+        return row
     member = j["codes"].get("2339", 0) + j["codes"].get("2551", 0)
     row.update(compiles=float(j["compiles"]), member_errors=float(member), has_member_error=float(member > 0),
                new_errors=float(j["new_errors"]), codes=j["codes"])
     return row
+
+
+# what the compiler calls a hallucinated name (2304 cannot find name, 2552 ... did you mean) and
+# a hallucinated import (2307 cannot find module, 2305/2724/2614 module has no exported member)
+CURSOR_CODES = {"name": ("2304", "2552"), "import": ("2307", "2305", "2724", "2614")}
 
 
 def paired(a: list[float], b: list[float], reps: int = 2000, seed: int = 0) -> dict:
@@ -189,6 +204,8 @@ def main() -> None:
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--functions", type=int, default=240)
     ap.add_argument("--dereference", type=int, default=300)
+    ap.add_argument("--names", type=int, default=0, help="name cursor tasks (bench build --kinds ...,name)")
+    ap.add_argument("--imports", type=int, default=0, help="import cursor tasks (bench build --kinds ...,import)")
     ap.add_argument("--max-new-tokens", type=int, default=160, help="function bodies (dereference: 32)")
     ap.add_argument("--max-prompt-tokens", type=int, default=1024)
     ap.add_argument("--audit", type=int, default=-1, help="dereference tasks to audit (-1: all, 0: none)")
@@ -210,12 +227,13 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     out = args.out or ROOT / "benchmarks" / "results" / f"ts_bench_{tag}.json"
     tasks = list(read_jsonl(args.tasks))
-    chosen = pick(tasks, "function", args.functions) + pick(tasks, "dereference", args.dereference)
+    chosen = pick(tasks, "function", args.functions) + pick(tasks, "dereference", args.dereference) \
+        + pick(tasks, "name", args.names) + pick(tasks, "import", args.imports)
     from groundcode.models.load import load_model, serving_dtype
     lm = load_model(args.model, dtype=serving_dtype(args.dtype, None))
     t0 = time.perf_counter()
     runs = {}
-    max_new = {"function": args.max_new_tokens, "dereference": 32}
+    max_new = {"function": args.max_new_tokens, "dereference": 32, "name": 32, "import": 32}
     audited = None
     with Generator(lm, MonitorConfig(enabled=True, reproducible=not args.speculate), prompt=PromptConfig(max_prompt_tokens=args.max_prompt_tokens)) as gen, \
             Progress(console=console) as prog:
@@ -234,7 +252,7 @@ def main() -> None:
         bar = prog.add_task("scoring (tsc in the sandbox)", total=2 * len(chosen))
         from concurrent.futures import ThreadPoolExecutor
         from groundcode.evaluation.ts_scoring import baseline as package_baseline
-        for pkg in dict.fromkeys(t["repo_dir"] for t in chosen if t["kind"] == "function"):
+        for pkg in dict.fromkeys(t["repo_dir"] for t in chosen if t["kind"] != "dereference"):
             baselines[pkg] = package_baseline(Path(pkg))      # each package's own errors, once
         jobs = [(arm, t) for arm in (A, B) for t in chosen]
 
@@ -250,7 +268,9 @@ def main() -> None:
               "load_avg_1m_end": round(os.getloadavg()[0], 2), "generate_s": round(gen_s, 1),
               "total_s": round(time.perf_counter() - t0, 1), "audit": audited, "kinds": {}}
     for kind, metrics in (("function", ("compiles", "has_member_error", "member_errors", "new_errors", "edit_sim")),
-                          ("dereference", ("nim", "exact_line", "edit_sim"))):
+                          ("dereference", ("nim", "exact_line", "edit_sim")),
+                          ("name", ("has_name_error", "name_errors", "compiles", "nim", "exact_line", "edit_sim")),
+                          ("import", ("has_import_error", "import_errors", "compiles", "nim", "exact_line", "edit_sim"))):
         ids = [t["task_id"] for t in chosen if t["kind"] == kind]
         if not ids:
             continue
@@ -263,7 +283,7 @@ def main() -> None:
         k["rollbacks"] = sum(r.get("rollbacks", 0) for r in recs)
         k["errors"] = {arm: sum("error" in runs[arm][i] for i in ids) for arm in runs}
         k["seconds"] = {arm: round(sum(runs[arm][i].get("seconds", 0) for i in ids), 1) for arm in runs}
-        if kind == "function":
+        if kind != "dereference":
             codes = {}
             for arm in runs:
                 c: dict = {}

@@ -115,8 +115,17 @@ def test_module_specifiers_resolve_on_the_file_system_alone(tmp_path):
     finally:
         os.chdir(cwd)
     # a mapping the file system cannot follow, or nothing installed yet: fail open
-    (root / "tsconfig.json").write_text('{"compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"]}}}')
+    (root / "tsconfig.json").write_text('{// comments and trailing commas, as tsc reads them\n'
+                                        '"compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["src/*"],},}}')
     assert TsModuleIndex(root).resolve("@/helper", app).why == "tsconfig paths"
+    assert TsModuleIndex(root).resolve("src/helper", app).kind == "ok"        # under baseUrl
+    assert TsModuleIndex(root).resolve("redux-invented", app).kind == "missing"   # no pattern
+    (root / "package.json").write_text('{"name": "@me/app", "exports": {"./feat": "./src/helper.ts"}}')
+    assert TsModuleIndex(root).resolve("@me/app", app).kind == "ok"          # itself, by name
+    assert TsModuleIndex(root).resolve("@me/app/feat", app).kind == "ok"
+    assert TsModuleIndex(root).resolve("@me/app/nope", app).kind == "missing"
+    (root / "tsconfig.json").write_text('{"extends": "./base.json", "compilerOptions": {}}')
+    assert TsModuleIndex(root).resolve("redux-invented", app).why == "tsconfig paths"   # not followed
     bare = tmp_path / "bare"
     (bare / "src").mkdir(parents=True)
     assert TsModuleIndex(bare).resolve("lefpad", Path("src/a.ts")).why == "no node_modules"

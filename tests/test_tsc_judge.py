@@ -106,3 +106,29 @@ def test_a_getter_and_its_setter_are_two_tasks_with_two_ids(tmp_path):
     fns = [t for t in package_tasks({"name": "u", "version": "1.0.0"}, tmp_path, TsBuildOptions(functions_per_package=5))
            if t["kind"] == "function"]
     assert sorted(t["task_id"] for t in fns) == ["u@1.0.0/src/u.ts::U.id", "u@1.0.0/src/u.ts::U.id@7"]
+
+
+def test_name_and_import_cursor_tasks(tmp_path):
+    """The four-kind benchmark's TypeScript cursors: a name a method reads (not a binding, not
+    after a dot, not `this`) and the rest of a one-line import after `import `; the default
+    kinds build what they built before."""
+    from groundcode.evaluation.ts_builder import TsBuildOptions, package_tasks
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "u.ts").write_text(
+        'import { join } from "node:path";\nimport {\n  a,\n} from "./a";\n'
+        "export class U {\n  run(x: number): string {\n    const y = x + 1;\n"
+        "    return join(String(y), this.name);\n  }\n}\n")
+    entry = {"name": "u", "version": "1.0.0"}
+    opts = TsBuildOptions(kinds=("function", "dereference", "name", "import"))
+    tasks = package_tasks(entry, tmp_path, opts)
+    text = (tmp_path / "src" / "u.ts").read_text()
+    names = [t for t in tasks if t["kind"] == "name"]
+    import re
+    assert sorted(re.match(r"\w+", t["reference"]).group(0) for t in names) == ["String", "join", "x", "y"]
+    for t in names:
+        assert text[t["offset"]:].startswith(t["reference"]) and text[t["offset"] - 1] != "."
+    (imp,) = [t for t in tasks if t["kind"] == "import"]        # the multi-line one is left out
+    assert imp["reference"] == '{ join } from "node:path";' and imp["task_id"].endswith("#import")
+    default = package_tasks(entry, tmp_path, TsBuildOptions())
+    assert {t["kind"] for t in default} <= {"function", "dereference"}
+    assert [t for t in tasks if t["kind"] in ("function", "dereference")] == default

@@ -65,18 +65,26 @@ def _fail(e: Exception):
     raise typer.Exit(1)
 
 
-def _build_typescript(recipe: dict, out: Path) -> None:
+def _build_typescript(recipe: dict, out: Path, kinds: str) -> None:
     """The TypeScript benchmark (evaluation/ts_builder.py): the recipe's npm packages, packed by
     their integrity into the user cache with their type-checking installs (no package script
-    runs), and their function and dereference tasks."""
+    runs), and their function and dereference tasks (`kinds`: also name and import cursors)."""
+    from dataclasses import replace as _replace
+
     from ..cache import cache_dir
-    from .ts_builder import build as ts_build
+    from .ts_builder import _recipe_options, build as ts_build
+    asked = tuple(k.strip() for k in kinds.split(",") if k.strip())
+    bad = set(asked) - {"function", "dereference", "name", "import"}
+    if bad:
+        _fail(GroundcodeError(f"TypeScript tasks are function, dereference, name or import, not {', '.join(sorted(bad))}"))
+    opts = _recipe_options(recipe)
+    opts = _replace(opts, kinds=asked) if asked != ("function", "dereference") else opts
 
     def progress(s):
-        typer.echo(f"{s['package']}: {s['function_tasks']} function, {s['dereference_tasks']} dereference tasks",
-                   err=True)
+        typer.echo(s["package"] + ": " + ", ".join(f"{v} {k[:-6]}" for k, v in s.items() if k.endswith("_tasks"))
+                   + " tasks", err=True)
     try:
-        m = ts_build(recipe, out, cache_dir() / "npm-src", progress=progress)
+        m = ts_build(recipe, out, cache_dir() / "npm-src", opts=opts, progress=progress)
     except GroundcodeError as e:
         _fail(e)
     typer.echo(f"{sum(m['counts'].values())} tasks {m['counts']} -> {out / 'tasks.jsonl'}")
@@ -103,7 +111,7 @@ def build(
     if "api" in kinds.split(",") or (recipe and load_recipe(recipe).get("kind") == "api"):
         return _build_api(sources, out, recipe, seed)
     if recipe and "typescript" in (load_recipe(recipe).get("name"), load_recipe(recipe).get("language")):
-        return _build_typescript(load_recipe(recipe), out)
+        return _build_typescript(load_recipe(recipe), out, kinds)
     try:
         if recipe:
             r = load_recipe(recipe)

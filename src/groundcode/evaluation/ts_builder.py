@@ -7,6 +7,10 @@
   dereference   the rest of a line after a member-access dot inside a method body
                 (languages/typescript.py's lexer tells code dots from strings, templates,
                 comments, regexes and numbers)
+  name          (`kinds`, the four-kind benchmark) the rest of a line from a name the method
+                body reads (languages/typescript_scope.read: a load, not a binding, no dot
+                before it), in the same methods as the dereference tasks
+  import        (`kinds`) the rest of a one-line `import … from "x"` statement after `import `
 
 Choices are made in a fixed order (sha256 of seed and task id), so a recipe builds the same
 tasks everywhere; the manifest records the tasks' hash. Sources are the packages' own files as
@@ -25,6 +29,7 @@ from ..errors import GroundcodeError
 from ..jsonl import write_jsonl
 from ..languages.typescript import Lexer
 from ..languages.typescript_bodies import bodies
+from ..languages.typescript_scope import IMPLICIT, module_uses, read
 from .builder import task_hash
 from .ts_packages import prepare
 
@@ -38,6 +43,8 @@ class TsBuildOptions:
     methods_per_package: int = 20
     points_per_method: int = 10
     max_body_lines: int = 30
+    kinds: tuple = ("function", "dereference")
+    imports_per_package: int = 10
 
 
 def _order(seed: int, key: str) -> str:
@@ -58,12 +65,14 @@ def source_files(pkg: Path, dirs) -> list[Path]:
 
 def package_tasks(entry: dict, pkg: Path, opts: TsBuildOptions) -> list[dict]:
     repo = f"{entry['name']}@{entry['version']}"
-    functions, methods = [], []
+    functions, methods, imports = [], [], []
     for f in source_files(pkg, entry.get("source_dirs")):
         text = f.read_text(encoding="utf-8", errors="replace")
         rel = f.relative_to(pkg).as_posix()
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
         lexer = Lexer("")
+        if "import" in opts.kinds:
+            imports += _import_points(text, repo, rel, sha)
         for b in bodies(text, tsx=f.suffix == ".tsx"):
             body = text[b.body_start:b.body_end]
             common = {"language": "typescript", "repo": repo, "source": f"npm:{repo}", "path": rel,
@@ -74,16 +83,16 @@ def package_tasks(entry: dict, pkg: Path, opts: TsBuildOptions) -> list[dict]:
                 functions.append(dict(common, task_id=f"{repo}/{rel}::{b.qualname}", kind="function",
                                       reference=body))
             if b.kind == "method":
-                points = []
-                for k in range(b.body_start, b.body_end):
-                    if text[k] == "." and text[k + 1: k + 2].isidentifier() and lexer.dot_is_code(text, k):
-                        line = text.count("\n", 0, k) + 1
-                        col = k + 1 - (text.rfind("\n", 0, k) + 1)
-                        eol = text.find("\n", k)
-                        points.append(dict(common, task_id=f"{repo}/{rel}::{b.qualname}@{line}:{col}",
-                                           kind="dereference", line=line, col=col, offset=k + 1,
-                                           reference=text[k + 1: eol if eol >= 0 else len(text)]))
-                if points:
+                points = {}
+                if "dereference" in opts.kinds:
+                    points["dereference"] = [
+                        _cursor(common, text, k + 1, "dereference") for k in range(b.body_start, b.body_end)
+                        if text[k] == "." and text[k + 1: k + 2].isidentifier() and lexer.dot_is_code(text, k)]
+                if "name" in opts.kinds:
+                    points["name"] = [_cursor(common, text, off, "name")
+                                      for name, off in read(text, b.body_start, b.body_end).loads
+                                      if name not in IMPLICIT]
+                if any(points.values()):
                     methods.append((f"{repo}/{rel}::{b.qualname}", points))
     seen: dict[str, int] = {}
     for t in functions:        # a getter and its setter, overloads: one qualified name, two bodies
@@ -92,17 +101,51 @@ def package_tasks(entry: dict, pkg: Path, opts: TsBuildOptions) -> list[dict]:
             t["task_id"] += f"@{t['def_line']}"
     functions.sort(key=lambda t: _order(opts.seed, t["task_id"]))
     methods.sort(key=lambda m: _order(opts.seed, m[0]))
-    out = functions[: opts.functions_per_package]
+    out = functions[: opts.functions_per_package] if "function" in opts.kinds else []
     for _, points in methods[: opts.methods_per_package]:
-        points.sort(key=lambda t: _order(opts.seed, t["task_id"]))
-        out += points[: opts.points_per_method]
+        for kind in ("dereference", "name"):
+            got = sorted(points.get(kind, []), key=lambda t: _order(opts.seed, t["task_id"]))
+            out += got[: opts.points_per_method]
+    imports.sort(key=lambda t: _order(opts.seed, t["task_id"]))
+    return out + imports[: opts.imports_per_package]
+
+
+def _cursor(common: dict, text: str, offset: int, kind: str) -> dict:
+    """A cursor task at `offset`: the reference is the rest of its line."""
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1)
+    eol = text.find("\n", offset)
+    tag = "" if kind == "dereference" else f"#{kind}"
+    return dict(common, task_id=f"{common['repo']}/{common['path']}::{common['scope']}@{line}:{col}{tag}",
+                kind=kind, line=line, col=col, offset=offset,
+                reference=text[offset: eol if eol >= 0 else len(text)])
+
+
+def _import_points(text: str, repo: str, rel: str, sha: str) -> list[dict]:
+    """A cursor after `import ` in each one-line `import … from "x"` statement of the file."""
+    out, seen = [], set()
+    for use in module_uses(text, 0, len(text)):
+        at = use.stmt
+        eol = text.find("\n", at)
+        eol = len(text) if eol < 0 else eol
+        if at in seen or not text.startswith("import ", at) or not use.at < eol \
+                or text.rfind("\n", 0, at) + 1 != at or " from " not in text[at:eol]:
+            continue
+        seen.add(at)
+        common = {"language": "typescript", "repo": repo, "source": f"npm:{repo}", "path": rel,
+                  "scope": "<module>", "file_sha256": sha}
+        out.append(_cursor(common, text, at + len("import "), "import"))
     return out
+
+
+def _recipe_options(recipe: dict) -> TsBuildOptions:
+    return TsBuildOptions(**{k: (tuple(v) if k == "kinds" else v) for k, v in (recipe.get("options") or {}).items()
+                             if k in TsBuildOptions.__dataclass_fields__})
 
 
 def build(recipe: dict, out_dir: Path, sources_dir: Path, opts: TsBuildOptions | None = None,
           progress=None) -> dict:
-    opts = opts or TsBuildOptions(**{k: v for k, v in (recipe.get("options") or {}).items()
-                                     if k in TsBuildOptions.__dataclass_fields__})
+    opts = opts or _recipe_options(recipe)
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks, stats = [], []
     for entry in recipe["packages"]:
@@ -111,9 +154,8 @@ def build(recipe: dict, out_dir: Path, sources_dir: Path, opts: TsBuildOptions |
         for t in got:
             t["repo_dir"] = str(pkg)
         tasks += got
-        s = {"package": f"{entry['name']}@{entry['version']}",
-             "function_tasks": sum(t["kind"] == "function" for t in got),
-             "dereference_tasks": sum(t["kind"] == "dereference" for t in got)}
+        s = {"package": f"{entry['name']}@{entry['version']}"} \
+            | {f"{k}_tasks": sum(t["kind"] == k for t in got) for k in opts.kinds}
         stats.append(s)
         if progress:
             progress(s)
@@ -121,11 +163,11 @@ def build(recipe: dict, out_dir: Path, sources_dir: Path, opts: TsBuildOptions |
     write_jsonl(out_dir / "tasks.jsonl", tasks)
     manifest = {"recipe": {k: v for k, v in recipe.items() if k != "packages"} | {"packages": len(recipe["packages"])},
                 "options": asdict(opts), "packages": stats,
-                "counts": {k: sum(t["kind"] == k for t in tasks) for k in ("function", "dereference")},
+                "counts": {k: sum(t["kind"] == k for t in tasks) for k in opts.kinds},
                 "tasks_sha256": task_hash(tasks)}
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     want = recipe.get("tasks_sha256")
-    if want and manifest["tasks_sha256"] != want and asdict(opts) == dict(recipe.get("options") or {}):
+    if want and manifest["tasks_sha256"] != want and opts == _recipe_options(recipe):
         raise GroundcodeError(f"the TypeScript recipe built other tasks than it pins (tasks sha256 "
                               f"{manifest['tasks_sha256'][:16]}…, pinned {want[:16]}…): a package's "
                               f"files or the task extraction changed; the tasks are in {out_dir}")

@@ -16,15 +16,21 @@ How a specifier resolves (TypeScript's and Node's rules, in the part a file syst
 - `node:x` and Node's own modules (`fs`, `path`, ...): exist;
 - a package: `node_modules/<name>` (or `@types/<name>`) in the file's directory or one above
   it, up to the filesystem root, as Node looks; a subpath of an installed package exists when a
-  file holds it, else its `exports` decide and, where they cannot be read, it fails open;
-- fails open ("unknown") where the file system cannot tell: a `paths` or `baseUrl` mapping in a
-  tsconfig.json, a dependency the package.json declares that is not installed, no node_modules
+  file holds it, else its `exports` decide and, where they cannot be read, it fails open; the
+  package the file belongs to (its nearest package.json's `name`) is found by that name too;
+- a tsconfig's `baseUrl` (a file under it exists) and `paths` (a specifier one of its patterns
+  matches fails open: `@/*` matches `@/x`, not `redux-x`), read from the file's directory up to
+  the root; a config that cannot be read whole (not JSON with comments, an `extends`) fails
+  open for every bare specifier;
+- fails open ("unknown") where the file system cannot tell: a mapping as above, a dependency
+  the package.json declares that is not installed, no node_modules
   at all (nothing installed yet), a specifier with an interpolation or a loader prefix (`x!y`).
 Test: tests/test_names_typescript.py.
 """
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +66,36 @@ def _read_json(path: Path):
         return json.loads(path.read_text(errors="replace"))
     except (OSError, ValueError):
         return None
+
+
+_COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
+_TRAILING = re.compile(r",(\s*[}\]])")
+
+
+def _tsconfig(path: Path) -> dict | None:
+    """A tsconfig's compilerOptions (JSON with comments and trailing commas), or None where it
+    cannot be read whole: not JSON, or an `extends` (its base may map modules too)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    text = _COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text)
+    try:
+        data = json.loads(_TRAILING.sub(r"\1", text))
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("extends"):
+        return None
+    opts = data.get("compilerOptions") or {}
+    return opts if isinstance(opts, dict) else None
+
+
+def _matches(pattern: str, spec: str) -> bool:
+    """Does a `paths` key match the specifier (`@/*` matches `@/x`; no star: the key itself)?"""
+    if "*" not in pattern:
+        return pattern == spec
+    head, _, tail = pattern.partition("*")
+    return len(spec) >= len(head) + len(tail) and spec.startswith(head) and spec.endswith(tail)
 
 
 class TsModuleIndex:
@@ -122,22 +158,39 @@ class TsModuleIndex:
                 return out
             d = d.parent
 
-    def _mapped(self, start: Path) -> bool:
-        """A tsconfig/jsconfig with `paths` or `baseUrl` from `start` up to the root (its
-        `extends` not followed: a mapping may hide there too, so one found anywhere counts)."""
+    def _own_package(self, start: Path, name: str) -> Path | None:
+        """The directory of the nearest package.json above `start` when it is the package
+        `name` itself (a package imports itself by name through its `exports`)."""
+        d = start
+        while True:
+            data = _read_json(d / "package.json")
+            if isinstance(data, dict):
+                return d if data.get("name") == name else None
+            if d == self.root or d.parent == d:
+                return None
+            d = d.parent
+
+    def _mapped(self, start: Path, spec: str) -> str | None:
+        """What the tsconfig/jsconfig files from `start` up to the root say of a bare `spec`
+        that no node_modules holds: "ok" (a file under `baseUrl`), "mapped" (it matches a
+        `paths` pattern, or a config cannot be read whole: an `extends` not followed, text
+        that is not JSON with comments), None (no mapping touches it)."""
         d = start
         while True:
             for name in ("tsconfig.json", "jsconfig.json"):
                 f = d / name
-                if f.is_file():
-                    try:
-                        text = f.read_text(errors="replace")
-                    except OSError:
-                        text = ""
-                    if '"paths"' in text or '"baseUrl"' in text:
-                        return True
+                if not f.is_file():
+                    continue
+                opts = _tsconfig(f)
+                if opts is None:
+                    return "mapped"
+                paths, base = opts.get("paths"), opts.get("baseUrl")
+                if isinstance(paths, dict) and any(_matches(str(k), spec) for k in paths):
+                    return "mapped"
+                if isinstance(base, str) and _file(d / base / spec):
+                    return "ok"
             if d == self.root or d.parent == d:
-                return False
+                return None
             d = d.parent
 
     # -- the questions ----------------------------------------------------------------------
@@ -168,7 +221,13 @@ class TsModuleIndex:
                     if not sub or pkg.startswith("@types/"):
                         return TsResolved("ok")
                     return self._subpath(nm / pkg, sub)
-        if self._mapped(here):
+        own = self._own_package(here, name)
+        if own is not None:
+            return self._subpath(own, sub) if sub else TsResolved("ok")
+        mapped = self._mapped(here, spec)
+        if mapped == "ok":
+            return TsResolved("ok")
+        if mapped:
             return TsResolved("unknown", "tsconfig paths")
         if name in self._declared(here):
             return TsResolved("unknown", "declared dependency not installed")
