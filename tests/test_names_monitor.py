@@ -232,6 +232,21 @@ def test_a_submodule_of_a_module_file_is_redone_without_the_dot(tiny_lm, names_r
     assert text.startswith(want) and text[len(want)] != ".", out.completion   # off its script)
 
 
+def test_an_import_begun_in_the_prompt_is_held_until_judged(tiny_lm, names_repo):
+    # `from ` is the user's, `.core.engines import Engine` the model's: the line is an import
+    # from its start, so nothing of it is final before it is judged (it was: the redo to `.core`
+    # then cut below final text, an error in the reproducible benchmark)
+    (names_repo / "pkg" / "use.py").write_text("from \n")
+    ctx = cursor_context(names_repo / "pkg" / "use.py", 1, 5, names_repo)
+    from scripted import planted, scripted_lm
+    from groundcode.api import Generator
+    with Generator(scripted_lm(tiny_lm, planted(" .core.engines import Engine\n")),
+                   MonitorConfig(enabled=True, names=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+    assert out.finish_reason != "error", out
+    assert out.completion.startswith(".core") and not out.completion.startswith(".core."), out.completion
+
+
 def test_a_star_import_is_read_by_the_analyzer(tiny_lm, names_repo):
     # Jedi reads the star import: its names at the cursor count, and only those
     p = names_repo / "app.py"

@@ -56,6 +56,7 @@ _LAST = re.compile(r"\w+$")
 _HARD = frozenset(keyword.kwlist)                 # never a name: never judged
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")   # a name not after a dot (strings too: a superset)
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)\b")
+_IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)\b")
 
 
 class NamesMonitor(Guide):
@@ -138,9 +139,10 @@ class NamesMonitor(Guide):
         """Might a proposal still cut inside the unchecked line? Yes while a name is being
         written (the text ends in one: `json` may become `jsonn`), on an import line (a module
         and the names it exports are judged apart from scope), or where a name is not known."""
-        tail = (self.prefix + row.text)[max(self.line_at, len(self.prefix)):]
-        if "import" in tail:
-            return True
+        full = self.prefix + row.text
+        tail = full[max(self.line_at, len(self.prefix)):]
+        if "import" in tail or _IMPORT_LINE.match(full, self.line_at):
+            return True                   # (the line's start may be the prompt's: `from ` at the cursor)
         last = _LAST.search(tail)
         if last is not None and tail[last.start() - 1: last.start()] != ".":
             return True                   # a name being written (a member's is not ours)
@@ -315,11 +317,12 @@ class NamesMonitor(Guide):
                         receiver=use.module, candidates=0, failed_open=True, reason="no candidate",
                         asked=False, analyzer="modules", kind="import"))
                     continue
-                if a + part[1] in self.redone:
+                key = (a + part[1], ".") if no_dot else a + part[1]   # a module name redone as a
+                if key in self.redone:                 # name may still be redone without its dot
                     continue
                 p = self._propose(row, part[0], a + part[1],
                                   "submodule of a module file" if no_dot else "unknown module", names,
-                                  "import", no_follow="." if no_dot else "")
+                                  "import", no_follow="." if no_dot else "", key=key)
                 if p is not None:
                     return p
                 continue
@@ -380,11 +383,11 @@ class NamesMonitor(Guide):
         return part, frozenset(n for n in names if n.isidentifier()), False
 
     def _propose(self, row: RowView, name: str, at: int, why: str, names, kind: str,
-                 receiver: str = "", run=None, no_follow: str = "") -> Rollback | None:
+                 receiver: str = "", run=None, no_follow: str = "", key=None) -> Rollback | None:
         """A missing name at `at` (offset in prefix + text): the rollback to redo it under the
         mask of `names` (`run`: their characters, narrowing.py; None: identifiers; `no_follow`:
-        characters that may not come right after it), or a failed-open record where that
-        cannot be done."""
+        characters that may not come right after it; `key`: what `redone` remembers, `at` by
+        default), or a failed-open record where that cannot be done."""
         rec = TriggerRecord(receiver=receiver, candidates=len(names), chosen=name, analyzer="names",
                             asked=False, kind=kind, reason=why)
         pos = at - len(self.prefix)
@@ -403,7 +406,7 @@ class NamesMonitor(Guide):
             row.triggers.append(rec)
             return None
         row.triggers.append(rec)
-        return Rollback(k, why, (frozenset(names), rec, owed, at, how))
+        return Rollback(k, why, (frozenset(names), rec, owed, at if key is None else key, how))
 
 
 def _guarded(code: str, at: int) -> bool:
