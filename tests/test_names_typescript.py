@@ -105,6 +105,10 @@ def test_module_specifiers_resolve_on_the_file_system_alone(tmp_path):
     assert idx.resolve("not-installed", app).why == "declared dependency not installed"
     cands = idx.candidates(app)
     assert {"leftpad", "@acme/util", "./helper", "fs", "node:fs"} <= cands and "./app" not in cands
+    # an invented module's replacement must hold the names `{ … }` took before it
+    assert idx.candidates_for(app, ["one"]) == {"@acme/util"}
+    assert idx.candidates_for(app, ["help"]) == {"./helper"}
+    assert idx.candidates_for(app, ["leftpad", "one"]) == cands      # no module holds both
     # a path as a command line gives it, relative to the current directory, not the root
     import os
     cwd = os.getcwd()

@@ -9,6 +9,7 @@ language server needed).
     index.candidates(path)                   # the specifiers that resolve from `path`: the
                                              # installed packages, Node's modules, the file's
                                              # siblings as "./name"
+    index.candidates_for(path, names)        # ... those whose text holds all of `names`
 
 How a specifier resolves (TypeScript's and Node's rules, in the part a file system shows):
 - relative (`./x`, `../x`, `/x`): a file with a TypeScript or JavaScript extension (`./x.js`
@@ -29,6 +30,7 @@ Test: tests/test_names_typescript.py.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -261,6 +263,58 @@ class TsModuleIndex:
         except OSError:
             pass
         return frozenset(names)
+
+
+    def candidates_for(self, path: Path, names) -> frozenset:
+        """The candidates (above) whose module text holds every one of `names` as a word (a
+        sibling's file, a package's declared types or index, Node's types): where the model wrote
+        `import { a, b } from "<invented>"`, the specifiers that may export them. Read as text, a
+        superset of what exports them (a re-export from another file is not followed, so such a
+        package is left out); all candidates where none holds them."""
+        every = self.candidates(path)
+        words = [re.compile(rf"(?<![\w$]){re.escape(n)}(?![\w$])") for n in names]
+        if not words:
+            return every
+        here = self._file_of(path).parent
+        nms = self._node_modules(here)
+        kept = set()
+        for spec in every:
+            text = self._module_text(spec, here, nms)
+            if text and all(w.search(text) for w in words):
+                kept.add(spec)
+        return frozenset(kept) if kept else every
+
+    def _module_text(self, spec: str, here: Path, nms: list) -> str:
+        if spec.startswith("./"):
+            files = [here / (spec[2:] + e) for e in _EXTS if e != ".json"] \
+                + [here / spec[2:] / ("index" + e) for e in (".ts", ".tsx", ".d.ts", ".js")]
+        else:
+            name = spec[5:] if spec.startswith("node:") else spec
+            files = []
+            for nm in nms:
+                if spec.startswith("node:") or spec in NODE:
+                    files += [nm / "@types" / "node" / f"{name}.d.ts"]
+                    continue
+                data = _read_json(nm / name / "package.json")
+                if isinstance(data, dict):
+                    for key in ("types", "typings"):
+                        if isinstance(data.get(key), str):
+                            files.append(nm / name / data[key])
+                files += [nm / name / "index.d.ts", nm / "@types" / name / "index.d.ts"]
+        for f in files:
+            text = _text(str(f))
+            if text:
+                return text
+        return ""
+
+
+@functools.lru_cache(maxsize=512)
+def _text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(2_000_000)
+    except OSError:
+        return ""
 
 
 def _stem(e: Path) -> str | None:

@@ -186,8 +186,9 @@ class TsNamesMonitor(NamesMonitor):
                 row.triggers.append(TriggerRecord(receiver=spec, candidates=0, failed_open=True,
                                                   reason=res.why, asked=False, analyzer="modules", kind="import"))
                 continue
-            p = self._propose(row, spec, at, "unknown module", index.candidates(self.ctx.path), "import",
-                              run=SPECIFIER)
+            taken = [n for n, _ in use.names]     # `{ a, b }` came first: a module that has them
+            p = self._propose(row, spec, at, "unknown module", index.candidates_for(self.ctx.path, taken),
+                              "import", run=SPECIFIER)
             if p is not None:
                 return p
         return None
