@@ -171,3 +171,24 @@ def test_a_name_the_module_does_not_export_is_redone_as_an_export(ts, tiny_lm, t
     assert [(r.reason, r.rolled_back, r.failed_open, r.chosen) for r in recs] == \
         [("not exported", True, False, "leftpad")], out.triggers
     assert out.completion.startswith('import { leftpad } from "leftpad"'), out.completion
+
+
+def test_after_a_name_is_redone_the_module_it_was_redone_for_stays(ts, tiny_lm, tmp_path):
+    # the model writes `{ leftpd } from "leftpad"`; leftpd is redone as leftpad (an export of
+    # leftpad), and the model would then go on `from "./helper"` (which exports no leftpad): the
+    # module string is redone as "leftpad", the module the name was chosen from
+    from scripted import scripted_lm
+    from groundcode.api import Generator
+    first, then = 'import { leftpd } from "leftpad";\n', 'import { leftpad } from "./helper";\n'
+
+    def rules(text):
+        want = first if not text.startswith("import { leftpad") else \
+            first.replace("leftpd", "leftpad") if text.startswith('import { leftpad } from "l') else then
+        return want[len(text):] or None if want.startswith(text) else None
+    root = _ts_repo(tmp_path)
+    ctx = cursor_context(root / "src" / "app.ts", 1, 0, root)
+    with Generator(scripted_lm(tiny_lm, rules), MonitorConfig(enabled=True, names=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+    reasons = [t.reason for t in out.triggers if t.kind == "import" and t.rolled_back]
+    assert reasons == ["not exported", "module of the names taken"], out.triggers
+    assert out.completion.startswith('import { leftpad } from "leftpad"'), out.completion

@@ -17,10 +17,14 @@ file system, nothing run); a specifier that does not is redone, from its first c
 as one that does (an installed package, Node's modules, a sibling file), or fails open where
 the file system cannot tell (tsconfig paths, a declared dependency not installed, nothing
 installed). The names `import { … }` and `export { … } from` take must be the module's exports,
-as the language server lists them inside the braces.
+as the language server lists them inside the braces; once one is redone among them, the
+statement's module string is held to that module (`_pin_check`), and an invented module after
+`{ a, b }` is redone among the specifiers whose text holds a and b.
 Test: tests/test_names_typescript.py.
 """
 from __future__ import annotations
+
+import re
 
 from ...analysis.base import NamesQuery
 from ...context import Splice
@@ -30,6 +34,8 @@ from ...languages.typescript_scope import IMPLICIT, file_names, module_uses, rea
 from .base import Rollback, RowView, TriggerRecord
 from .names import NamesMonitor, _token_start
 from .narrowing import SPECIFIER, Narrowing
+
+_FROM_QUOTE = re.compile(r"\}\s*from\s*(['\"])")
 
 
 class _NoLexer:
@@ -52,6 +58,19 @@ class TsNamesMonitor(NamesMonitor):
             sp = _names_at(ctx)
             self._ticket = self.analyzer.ask(NamesQuery(sp, ("names", ctx.version, sp.line, sp.column), "<names>"))
         self._fresh(len(self.prefix))            # judged from the cursor on (before + text)
+        self.pinned = None                       # (statement start, module): see _pin_check
+        self._pins: dict = {}
+
+    def snapshot(self) -> tuple:
+        return (super().snapshot(), self.pinned)
+
+    def restore(self, row: RowView, snap: tuple) -> None:
+        base, self.pinned = snap
+        super().restore(row, base)
+
+    def rolled_back(self, row: RowView, proposal: Rollback) -> None:
+        super().rolled_back(row, proposal)
+        self.pinned = self._pins.pop(id(proposal.payload[1]), None)
 
     def advance(self, row: RowView, token: int):
         if self.state == "narrow":
@@ -62,6 +81,10 @@ class TsNamesMonitor(NamesMonitor):
                 self.state, self.narrow = "wait", None
             else:
                 return None
+        if self.pinned is not None:
+            p = self._pin_check(row)
+            if p is not None:
+                return p
         t = row.vocab.texts[token] if token < len(row.vocab.texts) else ""
         if "\n" not in t and "\r" not in t:
             return None
@@ -194,6 +217,30 @@ class TsNamesMonitor(NamesMonitor):
         return None
 
 
+    def _pin_check(self, row: RowView):
+        """A name of `import { … } from "x"` was redone among x's exports, so the statement's
+        module stays x: once its string is written and is not x, the string is redone as x (it
+        was: the names redone for ./utils, then `from 'undici-types'`)."""
+        stmt, spec = self.pinned
+        full = self.prefix + row.text
+        if len(full) <= stmt:
+            self.pinned = None
+            return None
+        m = _FROM_QUOTE.search(full, stmt)
+        if m is None:
+            return None
+        start = m.end()
+        written = full[start:]
+        close = written.find(m.group(1))
+        got = written if close < 0 else written[:close]
+        if close < 0 and spec.startswith(got):
+            return None                        # on its way
+        self.pinned = None
+        if got == spec or ("pin", start) in self.redone:
+            return None
+        return self._propose(row, spec, start, "module of the names taken", frozenset({spec}), "import",
+                             receiver=spec, run=SPECIFIER, key=("pin", start))
+
     def _ts_exports(self, row: RowView, full: str, use, gen_from: int):
         """The names `import { … } from "x"` takes must be exports of x: the language server's
         completion inside the braces of `import {  } from "x"` lists them (asked once per
@@ -226,6 +273,8 @@ class TsNamesMonitor(NamesMonitor):
             p = self._propose(row, name, off, "not exported", exports, "import", receiver=use.spec,
                               no_follow=".")          # `import { a.b }` never
             if p is not None:
+                if full[use.at - 1: use.at] in ("'", '"'):     # its module stays (_pin_check)
+                    self._pins[id(p.payload[1])] = (use.stmt, use.spec)
                 return p
         return None
 
