@@ -94,3 +94,17 @@ def test_no_follow_bans_a_character_right_after_the_complete_name():
     free = Narrowing(vocab, {"core"})                 # without it a dot may end the name
     free.feed("core")
     assert "." in {vocab.texts[i] for i in free.allowed()}
+
+
+def test_a_specifier_ends_at_a_character_never_at_a_token_with_no_text():
+    from groundcode.decoding.guides.narrowing import SPECIFIER
+    vocab = VocabIndex(["", "./", "node", '"', '";', ".ts"])
+    n = Narrowing(vocab, {"./node"}, run=SPECIFIER)
+    n.feed("./")
+    n.feed("node")
+    after = {vocab.texts[i] for i in n.allowed()}
+    assert {'"', '";'} <= after and "" not in after and ".ts" not in after
+    assert not n.accepts("") and n.accepts('";')
+    ident = Narrowing(vocab, {"node"})                  # a member name may end at end of text
+    ident.feed("node")
+    assert ident.accepts("")

@@ -8,7 +8,8 @@ and no tensors; the vocabulary index does the token work.
                                        # under a merged-dot token such as `x.app` owes "x.")
     n = Narrowing(vocab, names, hide=is_dunder)  # allowed, but never steered to (see below)
     n = Narrowing(vocab, specs, run=SPECIFIER)   # names of other characters (a module
-                                       # specifier in its string: `@scope/pkg-x`)
+                                       # specifier in its string: `@scope/pkg-x`), ended by a
+                                       # character outside them, never by a token with no text
     n = Narrowing(vocab, {"client"}, no_follow=".")   # characters that may not come right
                                        # after the complete name (a module file: no `.sub`)
     ids = n.allowed()                  # token ids that continue `need`, then extend `typed`
@@ -80,29 +81,21 @@ class Narrowing:
         once no visible one extends `typed`. Cached by the vocab index."""
         cs = self._steer_cs(self.typed) if steer else self.cs
         ids = self.vocab.allowed_in(cs, self.typed, self.need)
-        if not self.no_follow:
+        if not self.no_follow and self.run is None:
             return ids
         key = (cs.key, self.typed, self.need)
         kept = self._kept.get(key)
-        if kept is None:
-            texts = self.vocab.texts
-            kept = self._kept[key] = np.array([i for i in ids.tolist() if self._follows(texts[i])],
+        if kept is None:        # the index ends a name at any non-identifier character: a ban
+            texts = self.vocab.texts      # after it, or a name of other characters, is read here
+            kept = self._kept[key] = np.array([i for i in ids.tolist() if self.accepts(texts[i])],
                                               dtype=ids.dtype)
         return kept
-
-    def _follows(self, text: str) -> bool:
-        """Does the token's text, past what it owes and the name, go on with a character
-        `no_follow` bans?  False then."""
-        i = min(len(self.need), len(text))
-        rest = text[i:]
-        rest = rest[len(self._run(rest, 0)):]
-        return not rest or rest[0] not in self.no_follow
 
     def accepts(self, text: str) -> bool:
         """Would a token with this text be allowed next (hidden names included)? A token with
         no text (end of text, `<COMP>`, other special tokens) only where the name is complete."""
         if not text:
-            return not self.need and self.typed in self.names
+            return not self.need and self.typed in self.names and self.run is None
         need = self.need
         if need:
             k = min(len(need), len(text))
