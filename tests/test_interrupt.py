@@ -31,7 +31,12 @@ def _worker_started(parent: int) -> bool:
 def _generate_and_interrupt(shop_repo) -> tuple[int, str]:
     env = dict(os.environ, PYTHONPATH=str(SRC), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                PYTHONWARNINGS="ignore")
-    proc = subprocess.Popen([sys.executable, "-c", "from groundcode.cli import main; main()", "generate",
+    # Python takes Ctrl-C only where SIGINT was not ignored when it started, and a suite run as
+    # a background job of a shell without job control starts with it ignored: the child takes
+    # it as a terminal's process would
+    boot = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); " \
+        "from groundcode.cli import main; main()"
+    proc = subprocess.Popen([sys.executable, "-c", boot, "generate",
                              f"{shop_repo}/shop/cart.py:Cart.last", "--model", "tiny"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
