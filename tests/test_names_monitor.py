@@ -216,6 +216,11 @@ def test_an_invented_module_and_an_unexported_name_are_redone(tiny_lm, names_rep
     out = _complete(tiny_lm, names_repo, "from pkg.core import Engin\n", max_new=40)
     (rec,) = [t for t in out.triggers if t.kind == "import"]
     assert rec.rolled_back and rec.chosen in {"Engine", "start"}, (out.completion, rec)
+    # never a name the statement already takes (it was `Engine, Engine, Engine,`, cut by the
+    # repetition guide after a comma: parsita's `OptionalParser, Optional` on the benchmark)
+    out = _complete(tiny_lm, names_repo, "from pkg.core import Engine, Engin\n", max_new=40)
+    (rec,) = [t for t in out.triggers if t.kind == "import"]
+    assert rec.rolled_back and rec.chosen == "start", (out.completion, rec)
 
 
 @pytest.mark.parametrize("target, want", [

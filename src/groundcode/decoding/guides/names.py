@@ -344,8 +344,9 @@ class NamesMonitor(Guide):
                                                       failed_open=True, reason="conditional import",
                                                       asked=False, analyzer="modules", kind="import"))
                     continue
-                if name not in exports:
-                    p = self._propose(row, name, a + off, "not exported", exports, "import",
+                if name not in exports:            # never a name the statement already takes
+                    others = {n for n, o in use.names if o != off}      # (it was: `a, a, a,`)
+                    p = self._propose(row, name, a + off, "not exported", exports - others, "import",
                                       receiver=use.module, no_follow=".")   # `import a.b` never
                     if p is not None:
                         return p
