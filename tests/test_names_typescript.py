@@ -192,3 +192,28 @@ def test_after_a_name_is_redone_the_module_it_was_redone_for_stays(ts, tiny_lm, 
     reasons = [t.reason for t in out.triggers if t.kind == "import" and t.rolled_back]
     assert reasons == ["not exported", "module of the names taken"], out.triggers
     assert out.completion.startswith('import { leftpad } from "leftpad"'), out.completion
+
+
+def test_names_taken_before_a_redone_module_are_judged_against_it(ts, tiny_lm, tmp_path):
+    # `{ zed } from "lefpad"`: no module holds zed, so the module is redone among every one that
+    # resolves (the model picks leftpad); zed, which leftpad does not export, is then redone
+    # among leftpad's exports, and the module stays leftpad (before: TS2305, the benchmark's
+    # most common import error with the monitor on)
+    from scripted import scripted_lm
+    from groundcode.api import Generator
+    first, then = 'import { zed } from "lefpad";\n', 'import { zed } from "leftpad";\n'
+    last = 'import { leftpad } from "leftpad";\n'
+
+    def rules(text):
+        for want in (first, then, last):
+            if want.startswith(text):
+                return want[len(text):] or None
+        return None
+    root = _ts_repo(tmp_path)
+    ctx = cursor_context(root / "src" / "app.ts", 1, 0, root)
+    with Generator(scripted_lm(tiny_lm, rules), MonitorConfig(enabled=True, names=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+    # (the module's record went with the text it judged, rolled back past)
+    reasons = [(t.reason, t.chosen) for t in out.triggers if t.kind == "import" and t.rolled_back]
+    assert reasons == [("not exported", "leftpad")], out.triggers
+    assert out.completion.startswith(last.rstrip("\n")), out.completion

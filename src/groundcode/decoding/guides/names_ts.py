@@ -190,20 +190,24 @@ class TsNamesMonitor(NamesMonitor):
         index = None
         for use in module_uses(full, self.line_at, upto):
             spec, at = use.spec, use.at
-            if at < gen_from or at in self.redone:
+            if at < gen_from:
                 continue
             if index is None:
                 repo = self.ctx.repo
                 if repo is None:
                     return None
                 index = ts_module_index(repo)
-            self.checked += 1
-            self.checked_imports += 1
+            redone = at in self.redone            # a module redone: the names before it are
+            if not redone:                        # still judged against it (they were written
+                self.checked += 1                 # for the module the model meant)
+                self.checked_imports += 1
             res = index.resolve(spec, self.ctx.path)
             if res.kind == "ok":
                 p = self._ts_exports(row, full, use, gen_from)
                 if p is not None:
                     return p
+                continue
+            if redone:
                 continue
             if res.kind == "unknown":
                 row.triggers.append(TriggerRecord(receiver=spec, candidates=0, failed_open=True,
@@ -270,7 +274,8 @@ class TsNamesMonitor(NamesMonitor):
                 return None
             if name in exports:
                 continue
-            p = self._propose(row, name, off, "not exported", exports, "import", receiver=use.spec,
+            others = {n for n, o in use.names if o != off}     # never a name taken twice
+            p = self._propose(row, name, off, "not exported", exports - others, "import", receiver=use.spec,
                               no_follow=".")          # `import { a.b }` never
             if p is not None:
                 if full[use.at - 1: use.at] in ("'", '"'):     # its module stays (_pin_check)
