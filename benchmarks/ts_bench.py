@@ -32,7 +32,8 @@ greedy ties go to the lowest token id (decoding/sampling.greedy). A .ts file is 
 TypeScript's own server (`tsc --lsp`). Tasks are taken in the recipe's order (every package), the first N of each
 kind per `--functions/--dereference`; samples go to $W (resumable), the table to stdout and the
 figures with paired bootstrap intervals (monitored − baseline, tasks resampled, seeded; scoring
-runs `--jobs` compilers at once, each in its own sandbox) to
+runs `--jobs` compilers at once, each in its own sandbox; each task's error codes per arm go to
+$W/scores.jsonl) to
 benchmarks/results/ts_bench_<model>.json. Not a test.
 """
 from __future__ import annotations
@@ -263,6 +264,12 @@ def main() -> None:
             for arm, tid, row in pool.map(one, jobs):
                 scores[arm][tid] = row
                 prog.advance(bar)
+    with open(work / "scores.jsonl", "w", encoding="utf-8") as f:     # per task, for reading errors
+        for arm in (A, B):
+            for t in chosen:
+                row = scores[arm][t["task_id"]]
+                f.write(json.dumps({"arm": arm, "task_id": t["task_id"], "kind": t["kind"],
+                                    "codes": row.get("codes", {})}) + "\n")
     result = {"model": lm.name, "dtype": lm.dtype, "tasks_file": str(args.tasks), "cpus": os.cpu_count(),
               "reproducible": not args.speculate, "arms": {"baseline": A, "monitored": B},
               "load_avg_1m_end": round(os.getloadavg()[0], 2), "generate_s": round(gen_s, 1),
