@@ -301,6 +301,9 @@ class ArgScanner:
         self.ident = ""            # that identifier
         self.reading = False       # the identifier may still go on
         self.used: list[str] = []  # keyword names passed so far
+        self.positional = 0        # positional arguments complete (the last one counts once closed)
+        self.unpacked = False      # a `*x` / `**x` argument: what binds cannot be told
+        self._arg = 0              # the current argument: 0 empty, 1 positional, 2 keyword, 3 `*`
         self._after = ""           # text after a complete leading identifier (to spot `=`)
         self._tail = ""            # last characters inside a triple-quoted string
         self._q, self._len, self._empty = "", 0, False
@@ -343,6 +346,7 @@ class ArgScanner:
             self._after += c
             if _KW_EQ_DONE.match(self._after):
                 self.used.append(self.ident)
+                self._arg = 2
                 self.ident, self.name_at = "", -1
             elif not _KW_EQ_SOFAR.fullmatch(self._after):
                 self.ident, self.name_at = "", -1
@@ -360,17 +364,30 @@ class ArgScanner:
         elif c in ")]}":
             if self.depth == 0:
                 self.closed = True
+                self._end_argument()
             else:
                 self.depth -= 1
             self.at_start = False
         elif c == "," and self.depth == 0:
             self.at_start, self.arg_at, self.ident, self.name_at = True, self.pos + 1, "", -1
+            self._end_argument()
         elif c in " \t\n\r\\":
             pass
         elif self.at_start and self.depth == 0 and (c.isalpha() or c == "_"):
             self.at_start, self.reading, self.ident, self.name_at = False, True, c, self.pos
+            self._arg = self._arg or 1
         else:
+            if self.at_start and self.depth == 0 and c == "*":
+                self._arg, self.unpacked = 3, True
             self.at_start = False
+            self._arg = self._arg or 1
+        if c in "\"'([{" and not self._arg:
+            self._arg = 1
+
+    def _end_argument(self) -> None:
+        if self._arg == 1:
+            self.positional += 1
+        self._arg = 0
 
     def argument_start(self) -> bool:
         return self.at_start and self.depth == 0 and not self.quote and not self.comment

@@ -21,7 +21,8 @@ The worker runs one call at a time; the calls waiting for it are held here in tw
 trigger's own questions before the guesses (prefetches, prewarms): a real question never waits
 behind the prefetches asked before it (a prefetch it joins is promoted); a guess asked `soon`
 (a local just bound: its trigger is likely a line away) goes before the other guesses.
-Signatures are not Jedi's business here: it answers SignatureQuery with "unknown" at once.
+A SignatureQuery is answered from Jedi's signatures at the `(` (one signature read whole; none or
+several, overloads: unknown), cached by the code and the cursor.
 Not here: the worker's functions (jedi_worker.py), when to ask (decoding/guides/).
 Test: tests/test_analysis.py.
 """
@@ -38,9 +39,10 @@ from collections import OrderedDict
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from .base import Analysis, Answered, MembersQuery, Overlay, SignatureAnswer, SignatureQuery, query_key
+from .base import (Analysis, Answered, CallSignature, MembersQuery, Overlay, ParamSpec, SignatureAnswer,
+                   SignatureQuery, query_key)
 from .isolated_spawn import isolated
-from .jedi_worker import Job, complete_members, init, init_process, warm_file
+from .jedi_worker import Job, call_signature, complete_members, init, init_process, warm_file
 
 _NO_OVERLAY = Overlay()
 
@@ -104,6 +106,7 @@ class JediAnalyzer:
         self._warm = False
         self.worker_fn = worker_fn or complete_members   # a module-level function (picklable)
         self._cache: OrderedDict[tuple, Analysis] = OrderedDict()
+        self._signatures: OrderedDict[tuple, SignatureAnswer] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.RLock()     # re-entered when a call fails at once (_start)
         self._inflight: dict[tuple, cf.Future] = {}   # key -> running call (prefetch or late)
@@ -140,7 +143,7 @@ class JediAnalyzer:
 
     def ask(self, query):
         if isinstance(query, SignatureQuery):
-            return Answered(SignatureAnswer(None, 0.0, "unknown"))
+            return self._ask_signature(query)
         kind, key = query_key(query, "JediAnalyzer")
         overlay = query.at.overlay or _NO_OVERLAY
         full = (kind, overlay.stamp, self.python, *key)
@@ -154,6 +157,23 @@ class JediAnalyzer:
         fut = self._submit(query.at, full, query.receiver, guess, guess and query.soon,
                            getattr(query, "ended", None))
         return JediTicket(self, fut, query.receiver)
+
+    def _ask_signature(self, query):
+        """The call's signature (jedi_worker.call_signature), cached by the code and the
+        cursor; asked as a trigger's own question (the urgent line)."""
+        import hashlib
+        at = query.at
+        overlay = at.overlay or _NO_OVERLAY
+        digest = hashlib.blake2s(at.code.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        full = ("signature", overlay.stamp, self.python, digest, at.line, at.column)
+        with self._lock:
+            if full in self._signatures:
+                return Answered(self._signatures[full])
+            self._restart_if_hung()
+            self.calls += 1
+            fut = self._run(call_signature, self._job(at, overlay))
+            fut._gc_t0 = time.perf_counter()
+        return JediSignatureTicket(self, fut, full)
 
     def prewarm(self, at) -> None:
         """Parse `at.path` and infer its imports in the background, so that the first trigger
@@ -398,6 +418,47 @@ class JediTicket:
         t1 = getattr(fut, "_gc_t1", None) or time.perf_counter()
         self._answer = Analysis(self._receiver, names, (t1 - fut._gc_t0) * 1e3, False, failed, kinds,
                                 owner._hidden(names))
+        return self._answer
+
+
+class JediSignatureTicket:
+    """A running signature call: `result(timeout)` is a SignatureAnswer (signature None:
+    unknown, with why), or None while it runs; a crash fails open."""
+
+    __slots__ = ("_owner", "_fut", "_key", "_answer")
+
+    def __init__(self, owner: JediAnalyzer, fut: cf.Future, key: tuple):
+        self._owner, self._fut, self._key, self._answer = owner, fut, key, None
+
+    def result(self, timeout: float | None = 0) -> SignatureAnswer | None:
+        if self._answer is not None:
+            return self._answer
+        fut, owner = self._fut, self._owner
+        try:
+            if timeout == 0 and not fut.done():
+                return None
+            got = fut.result(timeout=timeout)
+        except cf.TimeoutError:
+            owner.timeouts += 1
+            return None
+        except Exception as exc:                  # noqa: BLE001 (never kills generation)
+            owner.errors += 1
+            if isinstance(exc, BrokenProcessPool):
+                owner._broken(getattr(fut, "_gc_pool", None))
+            self._answer = SignatureAnswer(None, 0.0, f"error: {type(exc).__name__}: {exc}"[:200])
+            return self._answer
+        owner._warm = True
+        ms = (time.perf_counter() - fut._gc_t0) * 1e3
+        if got[0] is None:
+            self._answer = SignatureAnswer(None, ms, got[1])
+        else:
+            name, params, var_pos, var_kw = got
+            sig = CallSignature(name, tuple(ParamSpec(n, k, r) for n, k, r in params), var_pos, var_kw)
+            self._answer = SignatureAnswer(sig, ms, None)
+        with owner._lock:
+            owner._signatures[self._key] = SignatureAnswer(self._answer.signature, 0.0, self._answer.failed)
+            if len(owner._signatures) > owner._cache_size:
+                owner._signatures.popitem(last=False)
         return self._answer
 
 

@@ -8,6 +8,8 @@
                                and, inside an isinstance guard (guards.py), the guard classes'
                                members
     warm_file(job)             parse the file and infer its imports (cold start off the clock)
+    call_signature(job)        the parameters of the call opened just before the cursor (one
+                               signature, else unknown)
 
 A `Job` carries the code, the cursor, the project root, the Python environment and, when it
 changed since the worker last saw it, the workspace's overlay of open buffers. Other modules'
@@ -315,3 +317,50 @@ def warm_file(job: Job) -> None:
             script.complete(*end_position(job.code))
     except Exception:
         pass
+
+
+_KINDS = {"POSITIONAL_ONLY": "positional", "POSITIONAL_OR_KEYWORD": "either", "KEYWORD_ONLY": "keyword"}
+
+
+def call_signature(job: Job) -> tuple:
+    """What the call whose `(` ends just before the job's cursor accepts, as Jedi reads it:
+    (name, ((param, kind, required), ...), *args?, **kwargs?) for exactly one signature, else
+    (None, why): no signature, or several (overloads, a union of callables) — unknown, as
+    the language servers' one-signature rule (lsp_messages.signature)."""
+    proj = _prepare(job)
+    with unsaved(job.path):
+        script = _jedi().Script(job.code, path=job.path, project=proj)
+        sigs = script.get_signatures(job.line, job.column)
+        if len(sigs) != 1:
+            return None, "no signature" if not sigs else "overloads"
+        sig = sigs[0]
+        params, var_pos, var_kw = [], False, False
+        for p in sig.params:
+            kind = str(p.kind).rsplit(".", 1)[-1]
+            if kind == "VAR_POSITIONAL":
+                var_pos = True
+            elif kind == "VAR_KEYWORD":
+                var_kw = True
+            elif kind in _KINDS:
+                params.append((p.name, _KINDS[kind], not _has_default(p.to_string())))
+            else:
+                return None, f"parameter kind {kind}"
+        return sig.name, tuple(params), var_pos, var_kw
+
+
+def _has_default(text: str) -> bool:
+    """Does Jedi's `name: annotation=default` text have a default (a `=` outside brackets and
+    strings: the annotation comes first and has none of its own)?"""
+    depth, quote = 0, ""
+    for c in text:
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "=" and depth == 0:
+            return True
+    return False

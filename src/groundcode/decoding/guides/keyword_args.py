@@ -19,8 +19,17 @@ States (one row):
                  keyword's name must be followed by `=`;
                - other callables: a positional argument may be any expression, so only
                  `name=` is checked; a wrong keyword is rolled back to where the argument began
-                 and redone under the mask.
+                 and redone under the mask;
+               - arity (issue 41, `arity=True`): once every positional parameter is taken
+                 (no `*args`) the call goes on as a keyword-only one (a further argument must be
+                 `name=` of a parameter not bound yet, by position or by keyword); a token that
+                 would close the call while a required parameter is unbound is resampled
+                 without `)` — also `()` in the very token that opens the call (checked before
+                 it is accepted). `*x`/`**x` arguments end the arity check (what they bind
+                 cannot be told).
              The closing `)` at depth 0 goes back to WAIT. `**kwargs` signatures are left free.
+             Where the monitor is reproducible, each signature is waited for (a run must not
+             depend on the analyzer's speed); else an answer still running leaves decoding free.
              The argument text is rescanned from the `(` after every token (calls are short).
     NARROW   the mask allows tokens that continue the keyword name (vocab index, as the
              dereference monitor does); back to ARGS once the name is complete.
@@ -31,8 +40,9 @@ Checkpoints are the engine's (`snapshot`/`restore`); a wrong keyword is a propos
 is held back (`final_upto`) where such a cut may come.
 Nested calls inside the arguments are not followed (one call at a time); a keyword merged into
 the same token as the `(` (`(Foo=`) is seen too late to be redone and is only recorded.
-Not here: where signatures come from (analysis/sdk.py), tensors, the loop.
-Test: tests/test_sdk.py.
+Not here: where signatures come from (analysis/sdk.py: boto3; jedi_worker.call_signature: any
+callee Jedi resolves, one signature; lsp_messages.signature: the servers), tensors, the loop.
+Test: tests/test_sdk.py, tests/test_call_signatures.py.
 """
 from __future__ import annotations
 
@@ -66,14 +76,29 @@ def _starting(vocab, ch: str, every: bool = False) -> np.ndarray:
 _KW_EQ = re.compile(r"[ \t]*=(?!=)")
 
 
+def _without(vocab, ch: str) -> np.ndarray:
+    """Ids of the tokens whose text does not hold `ch`, cached on the vocab."""
+    cache = on_vocab(vocab, "_kw_without", dict)
+    ids = cache.get(ch)
+    if ids is None:
+        ids = cache[ch] = np.array([i for i, s in enumerate(vocab.texts) if ch not in s], dtype=np.int64)
+    return ids
+
+
 class KeywordArgMonitor(Guide):
-    def __init__(self, analyzer, rollback: bool = True):
+    def __init__(self, analyzer, rollback: bool = True, arity: bool = True, waits=None,
+                 reproducible: bool = False):
+        from ...analysis.wait import PatientWait
         self.analyzer = analyzer
         self.rollback = rollback
+        self.arity = arity
+        self.waits = waits or (PatientWait() if reproducible else None)   # reproducible: every
+                                                                          # signature waited for
 
     # -- lifecycle ----------------------------------------------------------------------------
     def reset(self, row: RowView) -> None:
         self.ctx = row.context
+        self._cancelled = row.cancelled
         self.prefix = self.ctx.lex_prefix
         self.lexer = Lexer(self.prefix)
         self.state = WAIT
@@ -141,8 +166,7 @@ class KeywordArgMonitor(Guide):
                 continue
             if not self._paren_is_code(full, k):
                 continue
-            receiver, _, name = callee.rpartition(".")
-            ticket = self.analyzer.ask(SignatureQuery(self.ctx.splice(text[: base + j + 1]), receiver, name))
+            ticket = self._ask(callee, text[: base + j + 1])
             ans = ticket.result(0)
             if ans is None:          # running: decode on, poll with every token
                 self.pending = (ticket, callee, base + j + 1)
@@ -150,6 +174,47 @@ class KeywordArgMonitor(Guide):
             self._open_call(row, ans.signature, callee, base + j + 1)   # (as before: no rollback
             if self.state != WAIT:                                       #  into the `(` token)
                 return
+
+    def _ask(self, callee: str, upto_paren: str):
+        """The signature of `callee` whose `(` ends `upto_paren` (waited for where the monitor
+        is reproducible: a run must not depend on how fast the analyzer answered)."""
+        receiver, _, name = callee.rpartition(".")
+        ticket = self.analyzer.ask(SignatureQuery(self.ctx.splice(upto_paren), receiver, name))
+        if self.waits is not None and ticket.result(0) is None:
+            self.waits.wait([ticket], self.analyzer.deadline(), self._cancelled)
+        return ticket
+
+    def _opens_short(self, row: RowView, t: str) -> bool:
+        """WAIT: does token `t` open a call and close it at once (`()`) while its callee
+        requires an argument? (Seen only here: the call opens and ends inside the token.)"""
+        j = t.find("(")
+        if not self.arity or j < 0 or ")" not in t[j:] or "\n" in t[:j] or "\r" in t[:j]:
+            return False               # (a line break before it: the lexer would learn a line
+                                       # start from text that may be refused)
+        full = self.prefix + row.text + t[: j + 1]
+        k = len(full) - 1
+        callee = receiver_before(full, k)
+        if not callee or not (callee[-1].isalnum() or callee[-1] == "_") or not self._paren_is_code(full, k):
+            return False
+        scan = ArgScanner()
+        closed = False
+        for c in t[j + 1:]:
+            scan.step(c)
+            scan.pos += 1
+            if scan.closed:
+                closed = True
+                break
+        if not closed:
+            return False
+        ans = self._ask(callee, row.text + t[: j + 1]).result(0)
+        sig = ans.signature if ans is not None else None
+        if sig is None or sig.var_keyword and not sig.required:
+            return False
+        self.sig = sig
+        try:
+            return self._missing(scan)
+        finally:
+            self.sig = None
 
     def _poll(self, row: RowView) -> int | None:
         """WAIT with a signature owed: has it landed? Open the call if it is still open (and
@@ -188,7 +253,8 @@ class KeywordArgMonitor(Guide):
         return self._settle(row)
 
     def _candidates(self, row: RowView):
-        names = self.sig.keywords() - set(self.scan.used)
+        taken = [p.name for p in self.sig.params if p.kind != "keyword"][: self.scan.positional]
+        names = self.sig.keywords() - set(self.scan.used) - set(taken)     # never bound twice
         if names != self.allowed or self.cs is None:
             self.allowed = names
             self.cs = row.vocab.candidates(names) if names else None
@@ -199,7 +265,7 @@ class KeywordArgMonitor(Guide):
         if self.state != NARROW or self.cs is None:
             return None
         ids = row.vocab.allowed_in(self.cs, self.typed, self.need)
-        if self.keyword_only and not self.need and self.typed in self.allowed:
+        if self._kw() and not self.need and self.typed in self.allowed:
             # a complete name: go on to a longer name, or `=` (never `name)` / `name,`)
             ids = np.union1d(ids[_ident_start(row.vocab)[ids]], _starting(row.vocab, "="))
         if not len(ids):
@@ -230,28 +296,69 @@ class KeywordArgMonitor(Guide):
                 return None
         return None
 
-    def _missing(self) -> bool:
-        return any(r not in self.scan.used for r in self.sig.required)
+    def _missing(self, scan=None, pending: bool = False) -> bool:
+        """Is a required parameter unbound (by position or by keyword)? `pending`: the current
+        argument, a positional one, is complete (the token closes the call)."""
+        scan = scan or self.scan
+        if scan.unpacked:
+            return False                  # `*x`, `**x`: what they bind cannot be told
+        n = scan.positional + (pending and scan._arg == 1)
+        bound = {p.name for p in self.sig.params if p.kind != "keyword"}
+        bound = {p.name for p in self.sig.params[:n] if p.name in bound} | set(scan.used)
+        return any(r not in bound for r in self.sig.required)
+
+    def _kw(self) -> bool:
+        """Is every argument from here on a keyword? A keyword-only callable, or (arity) every
+        positional parameter is taken and there is no `*args`."""
+        if self.keyword_only:
+            return True
+        if not self.arity or self.sig.var_positional or self.scan.unpacked:
+            return False
+        return self.scan.positional >= sum(p.kind != "keyword" for p in self.sig.params)
+
+    def _closes_short(self, t: str) -> bool:
+        """Would token `t` close the call while a required parameter is still unbound?"""
+        if not self.arity or ")" not in t:
+            return False
+        probe = ArgScanner()
+        probe.__dict__.update({k: (list(v) if isinstance(v, list) else v) for k, v in self.scan.__dict__.items()})
+        for c in t:
+            arg = probe._arg
+            probe.step(c)
+            probe.pos += 1
+            if probe.closed:
+                probe._arg = arg              # (closing counted it already: count it once)
+                probe.positional -= arg == 1
+                return self._missing(probe, pending=True)
+        return False
 
     def check(self, row: RowView, token: int) -> np.ndarray | None:
+        if self.state == WAIT and self.pending is None and self._opens_short(row, row.vocab.texts[token]):
+            ids = _without(row.vocab, ")")
+            return ids if len(ids) else None
         if self.state != ARGS:
             return None
         t = row.vocab.texts[token]
+        if self._closes_short(t):            # `)` while a required parameter is unbound
+            self.record.constrained = True
+            ids = _without(row.vocab, ")")
+            return ids if len(ids) else None
         found = self._probe(t)
         if found is None:
             return None
         cs = self._candidates(row)
+        kw = self._kw()
         what, head = found[0], found[1]
         if what == "name":
             name, complete = found[2], found[3]
             if cs is None:
-                ok = not self.keyword_only
-            elif self.keyword_only:
+                ok = not kw
+            elif kw:
                 lo, hi = cs.span(name)
                 ok = (name in self.allowed) if complete else lo < hi
             else:   # a positional argument may be any name: only `name=` in this token is judged
                 ok = not (complete and _KW_EQ.match(t[len(head) + len(name):]) and name not in self.allowed)
-        elif not self.keyword_only:
+        elif not kw:
             return None
         elif what == "other":
             # keyword-only: an argument is `name=`; `)` only once every required one is passed;
@@ -307,7 +414,7 @@ class KeywordArgMonitor(Guide):
             self.state = WAIT
             self.record.chosen = ",".join(s.used)
             return None
-        if s.reading and self.keyword_only and self._candidates(row) is not None:
+        if s.reading and self._kw() and self._candidates(row) is not None:
             self.state, self.typed, self.need = NARROW, s.ident, ""
             return None
         bad = [u for u in s.used if u not in self.sig.keywords()]

@@ -133,7 +133,10 @@ def _keywords(s: GuideSpec):
     from .keyword_args import KeywordArgMonitor
     if not s.row_ctx.language.heuristics:       # Python's keyword arguments (its lexer, its calls)
         return None
-    return KeywordArgMonitor(s.generator.analyzer_for(s.row_ctx))
+    g = s.generator
+    m = g.monitor
+    return KeywordArgMonitor(g.analyzer_for(s.row_ctx), waits=None if m.reproducible else g.waits,
+                             reproducible=m.reproducible)
 
 
 @register("names")

@@ -1,0 +1,102 @@
+"""Signatures of any callee Jedi resolves (issue 41): what a call accepts, read at its `(`, and the
+keyword monitor checking the keywords the model writes against it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groundcode.analysis.base import SignatureQuery
+from groundcode.analysis.jedi_client import JediAnalyzer
+from groundcode.api import Generator, cursor_context
+from groundcode.config import MonitorConfig, SamplingConfig
+from groundcode.context import Splice
+
+CODE = ("import json\n\n\nclass Shop:\n    def scale(self, value, factor=2, /, mode='a=b', *rest, clamp, **kw):\n"
+        "        pass\n\n    def total(self, price: 'dict[str, int]' = None, *, tax: float = 0.2):\n"
+        "        return price\n\n\ndef plain(a, b=(1, 2)):\n    return a\n")
+
+
+def _ask(a: JediAnalyzer, tail: str, receiver: str, name: str):
+    code = CODE + tail
+    lines = code.split("\n")
+    sp = Splice(code + "\n", len(lines), len(lines[-1]), Path("/tmp/gc_sig/shop.py"), None)
+    return a.ask(SignatureQuery(sp, receiver, name)).result(None)
+
+
+def test_jedi_reads_kinds_defaults_and_star_parameters():
+    with JediAnalyzer(None, workers="thread") as a:
+        sig = _ask(a, "Shop().scale(", "Shop()", "scale").signature
+        assert [(p.name, p.kind, p.required) for p in sig.params] == [
+            ("value", "positional", True), ("factor", "positional", False), ("mode", "either", False),
+            ("clamp", "keyword", True)]
+        assert sig.var_positional and sig.var_keyword
+        # a default inside brackets or a string, an annotation before it
+        sig = _ask(a, "Shop().total(", "Shop()", "total").signature
+        assert [(p.name, p.kind, p.required) for p in sig.params] == [("price", "either", False),
+                                                                       ("tax", "keyword", False)]
+        assert not sig.var_keyword and sig.keywords() == {"price", "tax"}
+        sig = _ask(a, "plain(", "", "plain").signature
+        assert [(p.name, p.required) for p in sig.params] == [("a", True), ("b", False)]
+        again = _ask(a, "plain(", "", "plain")
+        assert again.signature == sig and again.ms == 0.0            # cached
+        # several signatures (print's overloads) or none: unknown, and why
+        assert _ask(a, "print(", "", "print").failed == "overloads"
+        got = _ask(a, "nothing_here(", "", "nothing_here")
+        assert got.signature is None and got.failed == "no signature"
+
+
+@pytest.fixture()
+def shop(tmp_path):
+    root = tmp_path / "shop"
+    root.mkdir()
+    (root / "shop.py").write_text(CODE + "\n\ndef run(items):\n    \n")
+    return root
+
+
+def test_a_keyword_the_callee_does_not_take_is_redone_as_one_it_takes(tiny_lm, shop):
+    from scripted import planted, scripted_lm
+    ctx = cursor_context(shop / "shop.py", len((CODE + "\n\ndef run(items):\n").split("\n")), 4, shop)
+    target = "    return Shop().total(items, vat=0.1)\n"
+    with Generator(scripted_lm(tiny_lm, planted(target)), MonitorConfig(enabled=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=60))[0][0]
+    # (after `items,` every positional parameter is taken: the keyword is masked as it starts,
+    # not rolled back; price is bound by position, so tax is the one name left)
+    recs = [t for t in out.triggers if t.receiver == "Shop().total("]
+    assert recs and recs[0].constrained and not recs[0].failed_open, (out.completion, out.triggers)
+    assert "vat=" not in out.completion and recs[0].chosen == "tax", out.completion
+    assert "tax=0.1)" in out.completion, out.completion
+
+
+def _call(tiny_lm, shop, target):
+    from scripted import planted, scripted_lm
+    ctx = cursor_context(shop / "shop.py", len((CODE + "\n\ndef run(items):\n").split("\n")), 4, shop)
+    with Generator(scripted_lm(tiny_lm, planted(target)), MonitorConfig(enabled=True, reproducible=True)) as gen:
+        return gen.run([ctx], SamplingConfig(max_new_tokens=40))[0][0]
+
+
+def test_no_close_while_a_required_parameter_is_unbound(tiny_lm, shop):
+    out = _call(tiny_lm, shop, "    return plain()\n")
+    rec = next((t for t in out.triggers if t.receiver == "plain("), None)
+    assert rec is not None, (out.completion, out.triggers)
+    assert rec.constrained and not out.completion.lstrip().startswith("return plain()"), out.completion
+    out = _call(tiny_lm, shop, "    return plain(items)\n")          # a bound: free to close
+    assert out.completion.lstrip().startswith("return plain(items)\n"), out.completion
+    assert not next(t for t in out.triggers if t.receiver == "plain(").constrained
+
+
+def test_past_the_positional_parameters_only_keywords(tiny_lm, shop):
+    # total(price=None, *, tax=0.2): a second positional argument is redone as a keyword
+    out = _call(tiny_lm, shop, "    return Shop().total(items, 3)\n")
+    assert "total(items, tax" in out.completion and "total(items, 3" not in out.completion, out.completion
+
+
+def test_the_argument_scanner_counts_positional_arguments():
+    from groundcode.pycode import ArgScanner
+    cases = {"a, b)": (2, [], False), "a, k=1)": (1, ["k"], False), '"s", (1, 2), [3])': (3, [], False),
+             "*args, b)": (1, [], True), "f(1, 2), k=[1, 2])": (1, ["k"], False), ")": (0, [], False),
+             "a,)": (1, [], False), "lambda x: x, -2)": (2, [], False), "# note\n a)": (1, [], False)}
+    for text, want in cases.items():
+        s = ArgScanner().feed(text)
+        assert s.closed and (s.positional, s.used, s.unpacked) == want, text
+    assert ArgScanner().feed("a, b").positional == 1          # the open one counts once closed
