@@ -217,3 +217,21 @@ def test_names_taken_before_a_redone_module_are_judged_against_it(ts, tiny_lm, t
     reasons = [(t.reason, t.chosen) for t in out.triggers if t.kind == "import" and t.rolled_back]
     assert reasons == [("not exported", "leftpad")], out.triggers
     assert out.completion.startswith(last.rstrip("\n")), out.completion
+
+
+def test_a_name_in_a_statement_the_file_finishes_after_the_cursor_is_judged(ts, tiny_lm, tmp_path):
+    # the cursor inside a multi-line ternary: the generated line never finishes the statement
+    # (the file's next line does), so it was never judged (`typeOf(x)`, TS2552, on the benchmark)
+    from scripted import scripted_lm, planted
+    from groundcode.api import Generator
+    root = _ts_repo(tmp_path)
+    (root / "src" / "app.ts").write_text(
+        'import { help } from "./helper";\n\nexport function pick(x: number | string): number {\n'
+        '  const n =\n    typeof x === "string"\n      ?\n      : x;\n  return n;\n}\n')
+    ctx = cursor_context(root / "src" / "app.ts", 6, 7, root)
+    with Generator(scripted_lm(tiny_lm, planted(" helpp\n")), MonitorConfig(enabled=True, names=True,
+                                                                          reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=12))[0][0]
+    recs = [t for t in out.triggers if t.kind == "name"]
+    assert recs and recs[0].rolled_back and recs[0].chosen != "helpp", (out.completion, out.triggers)
+    assert "helpp" not in out.completion, out.completion

@@ -96,7 +96,7 @@ class TsNamesMonitor(NamesMonitor):
         if self.state == "narrow":
             return None
         full = self.prefix + row.text
-        return self._judge(row, full, len(full), last=True)
+        return self._judge(row, full, len(full), last=True, tail=self.ctx.after)
 
     def end_at(self, row: RowView, reason: str) -> int:
         """Cut from outside: the text ends before the line where a missing name (or the name
@@ -145,11 +145,17 @@ class TsNamesMonitor(NamesMonitor):
         names = self._answer_names()
         return names is not None and name not in names
 
-    def _judge(self, row: RowView, full: str, end: int, last: bool = False):
+    def _judge(self, row: RowView, full: str, end: int, last: bool = False, tail: str = ""):
         gen_from = len(self.prefix)
         if end <= self.line_at:
             return None
         uses = read(full, self.line_at, end)
+        if tail and uses.open_at is not None:
+            # the row's end inside a statement the file finishes after the cursor (a cursor in
+            # a multi-line ternary): read with the file's rest, unless that reads worse
+            whole = read(full + tail, self.line_at, end)
+            if whole.open_at is None or whole.open_at > uses.open_at:
+                uses = whole
         binds = self.binds | frozenset(uses.binds)
         upto = end if uses.open_at is None else uses.open_at
         names = self._answer_names()
