@@ -79,6 +79,8 @@ def judge(sig, call: dict) -> tuple[list[str], str | None]:
         sig.to_inspect().bind(*[None] * call["positional"], **{k: None for k in call["keywords"]})
     except TypeError as exc:
         return bad, str(exc).split(":")[0]
+    except ValueError as exc:          # a signature inspect cannot build: counted, not judged
+        return bad, f"unreadable: {exc}"
     return bad, None
 
 

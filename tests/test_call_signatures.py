@@ -14,7 +14,9 @@ from groundcode.context import Splice
 
 CODE = ("import json\n\n\nclass Shop:\n    def scale(self, value, factor=2, /, mode='a=b', *rest, clamp, **kw):\n"
         "        pass\n\n    def total(self, price: 'dict[str, int]' = None, *, tax: float = 0.2):\n"
-        "        return price\n\n\ndef plain(a, b=(1, 2)):\n    return a\n")
+        "        return price\n\n\ndef plain(a, b=(1, 2)):\n    return a\n\n\n"
+        "class Pool:\n    def __init__(self, hook=None):\n        self.hook = hook\n\n"
+        "    def spawn(self, ident, func, *args, **kwargs):\n        return func(*args, **kwargs)\n")
 
 
 def _ask(a: JediAnalyzer, tail: str, receiver: str, name: str):
@@ -40,6 +42,12 @@ def test_jedi_reads_kinds_defaults_and_star_parameters():
         assert [(p.name, p.required) for p in sig.params] == [("a", True), ("b", False)]
         again = _ask(a, "plain(", "", "plain")
         assert again.signature == sig and again.ms == 0.0            # cached
+        # `*args, **kwargs` passed on to a callable Jedi cannot see: Jedi drops them, the
+        # definition declares them (they were a false block of the call audit)
+        sig = _ask(a, "Pool().spawn(", "Pool()", "spawn").signature
+        assert [p.name for p in sig.params] == ["ident", "func"] and sig.var_positional and sig.var_keyword
+        # an attribute whose default is None: Jedi answers `NoneType()`, a guess
+        assert _ask(a, "Pool().hook(", "Pool()", "hook").failed == "no parameters"
         # several signatures (print's overloads) or none: unknown, and why
         assert _ask(a, "print(", "", "print").failed == "overloads"
         got = _ask(a, "nothing_here(", "", "nothing_here")

@@ -337,15 +337,47 @@ def call_signature(job: Job) -> tuple:
         params, var_pos, var_kw = [], False, False
         for p in sig.params:
             kind = str(p.kind).rsplit(".", 1)[-1]
+            name = p.name or ""
+            if name.startswith("**"):          # a compiled callable's text signature: the
+                kind = "VAR_KEYWORD"           # stars in the name, the kind left positional
+            elif name.startswith("*"):
+                kind = "VAR_POSITIONAL"
             if kind == "VAR_POSITIONAL":
                 var_pos = True
             elif kind == "VAR_KEYWORD":
                 var_kw = True
+            elif not name.isidentifier():
+                return None, f"parameter name {name!r}"
             elif kind in _KINDS:
                 params.append((p.name, _KINDS[kind], not _has_default(p.to_string())))
             else:
                 return None, f"parameter kind {kind}"
-        return sig.name, tuple(params), var_pos, var_kw
+        if len({p[0] for p in params}) != len(params):
+            return None, "a parameter named twice"     # Jedi merged two signatures
+        if not params and not var_pos and not var_kw:
+            return None, "no parameters"     # often a guess: `NoneType()` for an attribute
+                                             # whose default is None
+        stars = _declared_stars(sig)
+        return sig.name, tuple(params), var_pos or 1 in stars, var_kw or 2 in stars
+
+
+def _declared_stars(sig) -> set:
+    """The star counts of the parameters the callee's definition declares (its own `def`, or a
+    class's own `__init__`/`__new__`): Jedi replaces `*args, **kwargs` by the parameters of
+    the callable they are passed to, and drops them when that callable is unknown (swiftly's
+    `spawn(self, ident, func, *args, **kwargs)` read as `spawn(ident, func)`)."""
+    try:
+        node = sig._signature.value.tree_node
+    except Exception:                       # a compiled callable, or another Jedi
+        return set()
+    if node is None:
+        return set()
+    if node.type == "classdef":
+        defs = [c for c in node.iter_funcdefs() if c.name.value in ("__init__", "__new__")]
+        node = defs[0] if defs else None
+    if node is None or node.type not in ("funcdef", "lambdef"):
+        return set()
+    return {p.star_count for p in node.get_params() if p.star_count}
 
 
 def _has_default(text: str) -> bool:
