@@ -235,3 +235,23 @@ def test_a_name_in_a_statement_the_file_finishes_after_the_cursor_is_judged(ts, 
     recs = [t for t in out.triggers if t.kind == "name"]
     assert recs and recs[0].rolled_back and recs[0].chosen != "helpp", (out.completion, out.triggers)
     assert "helpp" not in out.completion, out.completion
+
+
+def test_a_redone_specifier_ends_at_its_quote_never_at_an_escape(ts, tiny_lm, tmp_path):
+    # `"./context\n"` on the benchmark: the redone specifier was complete, then the model wrote
+    # `\n` inside the string (an escape: a module named with a line break, TS2307)
+    from scripted import scripted_lm
+    from groundcode.api import Generator
+    first = 'import { leftpad } from "lefpad";\n'
+
+    def rules(text):
+        if first.startswith(text):
+            return first[len(text):] or None
+        if text.startswith('import { leftpad } from "leftpad'):
+            return '\\n";\n'[len(text) - len('import { leftpad } from "leftpad'):] or None
+        return None
+    root = _ts_repo(tmp_path)
+    ctx = cursor_context(root / "src" / "app.ts", 1, 0, root)
+    with Generator(scripted_lm(tiny_lm, rules), MonitorConfig(enabled=True, names=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+    assert out.completion.startswith('import { leftpad } from "leftpad"'), out.completion

@@ -384,10 +384,12 @@ class NamesMonitor(Guide):
         return part, frozenset(n for n in names if n.isidentifier()), False
 
     def _propose(self, row: RowView, name: str, at: int, why: str, names, kind: str,
-                 receiver: str = "", run=None, no_follow: str = "", key=None) -> Rollback | None:
+                 receiver: str = "", run=None, no_follow: str = "", follow: str = "",
+                 key=None) -> Rollback | None:
         """A missing name at `at` (offset in prefix + text): the rollback to redo it under the
         mask of `names` (`run`: their characters, narrowing.py; None: identifiers; `no_follow`:
-        characters that may not come right after it; `key`: what `redone` remembers, `at` by
+        characters that may not come right after it; `follow`: the only characters that may;
+        `key`: what `redone` remembers, `at` by
         default), or a failed-open record where that cannot be done."""
         rec = TriggerRecord(receiver=receiver, candidates=len(names), chosen=name, analyzer="names",
                             asked=False, kind=kind, reason=why)
@@ -401,7 +403,7 @@ class NamesMonitor(Guide):
         k = next(i for i, e in enumerate(row.ends) if e > pos)
         start = row.ends[k - 1] if k else 0
         owed = row.text[start:pos]
-        how = {"run": run, "no_follow": no_follow}
+        how = {"run": run, "no_follow": no_follow, "follow": follow}
         if not names or not Narrowing(row.vocab, names, need=owed, **how).allowed().size:
             rec.failed_open, rec.reason = True, "no candidate"
             row.triggers.append(rec)

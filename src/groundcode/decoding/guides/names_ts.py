@@ -36,6 +36,8 @@ from .names import NamesMonitor, _token_start
 from .narrowing import SPECIFIER, Narrowing
 
 _FROM_QUOTE = re.compile(r"\}\s*from\s*(['\"])")
+_QUOTES = "'\"`"     # a specifier redone ends at its closing quote, never at an escape
+                     # (`"./context\n"`: a module named with a line break) or a space
 
 
 class _NoLexer:
@@ -221,7 +223,7 @@ class TsNamesMonitor(NamesMonitor):
                 continue
             taken = [n for n, _ in use.names]     # `{ a, b }` came first: a module that has them
             p = self._propose(row, spec, at, "unknown module", index.candidates_for(self.ctx.path, taken),
-                              "import", run=SPECIFIER)
+                              "import", run=SPECIFIER, follow=_closing(full, at))
             if p is not None:
                 return p
         return None
@@ -249,7 +251,7 @@ class TsNamesMonitor(NamesMonitor):
         if got == spec or ("pin", start) in self.redone:
             return None
         return self._propose(row, spec, start, "module of the names taken", frozenset({spec}), "import",
-                             receiver=spec, run=SPECIFIER, key=("pin", start))
+                             receiver=spec, run=SPECIFIER, follow=m.group(1), key=("pin", start))
 
     def _ts_exports(self, row: RowView, full: str, use, gen_from: int):
         """The names `import { … } from "x"` takes must be exports of x: the language server's
@@ -302,6 +304,12 @@ def _names_at(ctx) -> Splice:
     head = before[:start] + line[: len(line) - len(line.lstrip())]
     ln, col = end_position(head)
     return Splice(head + "\n" + ctx.after, ln, col, ctx.path, ctx.overlay)
+
+
+def _closing(full: str, at: int) -> str:
+    """What may end the specifier that starts at `at`: the quote that opened it."""
+    q = full[at - 1: at]
+    return q if q and q in _QUOTES else _QUOTES
 
 
 def _ident(n: str) -> bool:

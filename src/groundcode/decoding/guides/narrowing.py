@@ -12,6 +12,8 @@ and no tensors; the vocabulary index does the token work.
                                        # character outside them, never by a token with no text
     n = Narrowing(vocab, {"client"}, no_follow=".")   # characters that may not come right
                                        # after the complete name (a module file: no `.sub`)
+    n = Narrowing(vocab, specs, run=SPECIFIER, follow="'\"`")   # the only ones that may
+                                       # (a specifier: its closing quote, never `\n` or a space)
     ids = n.allowed()                  # token ids that continue `need`, then extend `typed`
                                        # towards a candidate, or finish one and go on with a
                                        # non-identifier character (np.ndarray; empty = none fits)
@@ -56,10 +58,10 @@ def is_dunder(name: str) -> bool:
 
 
 class Narrowing:
-    __slots__ = ("vocab", "names", "cs", "visible", "need", "typed", "run", "no_follow", "_kept")
+    __slots__ = ("vocab", "names", "cs", "visible", "need", "typed", "run", "no_follow", "follow", "_kept")
 
     def __init__(self, vocab, names, need: str = "", typed: str = "", hide=None, run=None,
-                 no_follow: str = ""):
+                 no_follow: str = "", follow: str = ""):
         self.vocab = vocab
         self.names: frozenset = names if isinstance(names, frozenset) else frozenset(names)
         self.cs = vocab.candidates(self.names)        # sorted + encoded once (cached by the index)
@@ -69,6 +71,7 @@ class Narrowing:
         self.typed = typed
         self.run = run                            # the name's characters (None: an identifier)
         self.no_follow = no_follow
+        self.follow = follow                      # "": any character may follow the name
         self._kept: dict = {}
 
     # -- queries ------------------------------------------------------------------------------
@@ -81,7 +84,7 @@ class Narrowing:
         once no visible one extends `typed`. Cached by the vocab index."""
         cs = self._steer_cs(self.typed) if steer else self.cs
         ids = self.vocab.allowed_in(cs, self.typed, self.need)
-        if not self.no_follow and self.run is None:
+        if not self.no_follow and not self.follow and self.run is None:
             return ids
         key = (cs.key, self.typed, self.need)
         kept = self._kept.get(key)
@@ -105,7 +108,8 @@ class Narrowing:
                 return True
             text = text[len(need):]
         name = self._run(text, 0)
-        if len(name) < len(text) and text[len(name)] in self.no_follow:
+        if len(name) < len(text) and (text[len(name)] in self.no_follow or
+                                      self.follow and text[len(name)] not in self.follow):
             return False
         return self.fits(self.typed + name, complete=len(name) < len(text))
 
