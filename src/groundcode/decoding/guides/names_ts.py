@@ -17,9 +17,12 @@ file system, nothing run); a specifier that does not is redone, from its first c
 as one that does (an installed package, Node's modules, a sibling file), or fails open where
 the file system cannot tell (tsconfig paths, a declared dependency not installed, nothing
 installed). The names `import { … }` and `export { … } from` take must be the module's exports,
-as the language server lists them inside the braces; once one is redone among them, the
-statement's module string is held to that module (`_pin_check`), and an invented module after
-`{ a, b }` is redone among the specifiers whose text holds a and b.
+as the language server lists them inside the braces (also once the module string was redone:
+they were written for the module the model meant; a redone name is never one the braces already
+take); once one is redone among them, the statement's module string is held to that module
+(`_pin_check`), and an invented module after `{ a, b }` is redone among the specifiers whose
+text holds a and b. A redone specifier ends only at the quote that opened it. At the row's end,
+a statement the file finishes after the cursor is read with the file's rest.
 Test: tests/test_names_typescript.py.
 """
 from __future__ import annotations
