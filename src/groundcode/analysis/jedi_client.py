@@ -169,11 +169,20 @@ class JediAnalyzer:
         with self._lock:
             if full in self._signatures:
                 return Answered(self._signatures[full])
-            self._restart_if_hung()
-            self.calls += 1
-            fut = self._run(call_signature, self._job(at, overlay))
-            fut._gc_t0 = time.perf_counter()
+            fut = self._inflight.get(full)           # the same question running: join it
+            if fut is None:
+                self._restart_if_hung()
+                self.calls += 1
+                fut = self._run(call_signature, self._job(at, overlay))
+                fut._gc_t0 = time.perf_counter()
+                self._inflight[full] = fut
+                fut.add_done_callback(lambda f: self._forget(full, f))
         return JediSignatureTicket(self, fut, full)
+
+    def _forget(self, key: tuple, fut: cf.Future) -> None:
+        with self._lock:
+            if self._inflight.get(key) is fut:
+                del self._inflight[key]
 
     def prewarm(self, at) -> None:
         """Parse `at.path` and infer its imports in the background, so that the first trigger

@@ -86,14 +86,14 @@ def _without(vocab, ch: str) -> np.ndarray:
 
 
 class KeywordArgMonitor(Guide):
-    def __init__(self, analyzer, rollback: bool = True, arity: bool = True, waits=None,
-                 reproducible: bool = False):
+    def __init__(self, analyzer, rollback: bool = True, arity: bool = True, reproducible: bool = False):
         from ...analysis.wait import PatientWait
         self.analyzer = analyzer
         self.rollback = rollback
         self.arity = arity
-        self.waits = waits or (PatientWait() if reproducible else None)   # reproducible: every
-                                                                          # signature waited for
+        # reproducible: every signature waited for; else never (a step must not wait: the
+        # call is opened when the answer lands, `()` in one token is not judged without it)
+        self.waits = PatientWait() if reproducible else None
 
     # -- lifecycle ----------------------------------------------------------------------------
     def reset(self, row: RowView) -> None:

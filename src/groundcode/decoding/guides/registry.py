@@ -135,8 +135,7 @@ def _keywords(s: GuideSpec):
         return None
     g = s.generator
     m = g.monitor
-    return KeywordArgMonitor(g.analyzer_for(s.row_ctx), waits=None if m.reproducible else g.waits,
-                             reproducible=m.reproducible)
+    return KeywordArgMonitor(g.analyzer_for(s.row_ctx), reproducible=m.reproducible)
 
 
 @register("names")
