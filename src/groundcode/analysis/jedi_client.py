@@ -160,7 +160,7 @@ class JediAnalyzer:
 
     def _ask_signature(self, query):
         """The call's signature (jedi_worker.call_signature), cached by the code and the
-        cursor; asked as a trigger's own question (the urgent line)."""
+        cursor; it waits behind the members questions (first of the guesses)."""
         import hashlib
         at = query.at
         overlay = at.overlay or _NO_OVERLAY
@@ -173,7 +173,9 @@ class JediAnalyzer:
             if fut is None:
                 self._restart_if_hung()
                 self.calls += 1
-                fut = self._run(call_signature, self._job(at, overlay))
+                # behind the members questions (a member trigger's answer gates its mask; a
+                # signature only ever narrows a call's arguments): in the guesses' line
+                fut = self._run(call_signature, self._job(at, overlay), urgent=False, soon=True)
                 fut._gc_t0 = time.perf_counter()
                 self._inflight[full] = fut
                 fut.add_done_callback(lambda f: self._forget(full, f))
