@@ -223,6 +223,17 @@ def test_an_invented_module_and_an_unexported_name_are_redone(tiny_lm, names_rep
     assert rec.rolled_back and rec.chosen == "start", (out.completion, rec)
 
 
+def test_a_word_after_a_from_imports_module_is_import(tiny_lm, names_repo):
+    # qwen on the held-out recipe: `from pyfunceble…` redone to the installed module `py`, then
+    # the rest of its word: `from py funceble import ConverterBase` (the word was never judged)
+    out = _complete(tiny_lm, names_repo, "from pkg funceble import Engine\n", max_new=16)
+    (rec,) = [t for t in out.triggers if t.kind == "import" and t.reason == "not `import`"]
+    assert rec.rolled_back and rec.chosen == "import", (out.completion, rec)
+    assert out.completion.lstrip().startswith("from pkg import"), out.completion
+    out = _complete(tiny_lm, names_repo, "from pkg import VERSION\n    from . import x\n", max_new=24)
+    assert not [t for t in out.triggers if t.reason == "not `import`"], out.triggers
+
+
 @pytest.mark.parametrize("target, want", [
     ("from pkg.core.engines import Engine\n", "from pkg.core"),
     ("import json.decoder.fast\n", "import json.decoder"),

@@ -57,6 +57,7 @@ _HARD = frozenset(keyword.kwlist)                 # never a name: never judged
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")   # a name not after a dot (strings too: a superset)
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)\b")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)\b")
+_FROM_WORD = re.compile(r"[ \t]*from[ \t]+(?:\.*[\w.]*\w|\.+)[ \t]+(\w+)(?=\W)")  # the word after `from m`
 
 
 class NamesMonitor(Guide):
@@ -217,6 +218,15 @@ class NamesMonitor(Guide):
         gen_from = len(self.prefix)
         if b <= gen_from or not line.strip():
             return None
+        if self.check_imports:
+            m = _FROM_WORD.match(line)
+            if m and m.group(1) != "import" and a + m.start(1) >= gen_from and a + m.start(1) not in self.redone:
+                self.checked += 1          # `from py funceble import`: a module redone as a shorter
+                self.checked_imports += 1  # one (`pyfunceble` → `py`), then the rest of the word
+                p = self._propose(row, m.group(1), a + m.start(1), "not `import`", frozenset({"import"}),
+                                  "import", follow=" \t(")
+                if p is not None:
+                    return p
         uses = line_uses(line)
         nested = self._nested(line, a >= gen_from)
         if not uses.ok:
