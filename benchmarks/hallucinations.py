@@ -21,7 +21,9 @@ from pathlib import Path
 from paired_diff import bootstrap as _bootstrap   # benchmarks/: the paired tasks resampled, seeded
 
 KINDS = {"name": ("undefined-variable",), "import": ("import-error", "no-name-in-module"),
-         "member": ("no-member",)}
+         "member": ("no-member",),
+         "call": ("no-value-for-parameter", "too-many-function-args", "unexpected-keyword-arg",
+                  "redundant-keyword-arg", "missing-kwoa")}
 _QUOTED = re.compile(r"'([^']+)'")
 
 

@@ -35,12 +35,16 @@ def test_check_spliced_samples_in_overlays():
         _replace("return item.quantity\n", "return item.quantity + missing_name\n"),    # outside the lines
         MODELS,                                                                         # again: cache forgotten
         _replace("total = 0.0", "import invented_pkg_q\n        total = 0.0"),       # an invented module
+        _replace("price_with_tax(name)", "price_with_tax(name, rate=2)"),             # no such parameter
+        _replace("price_with_tax(name)", "price_with_tax()"),                          # one missing
     ]
     before = {p: p.read_bytes() for p in FIXTURE.rglob("*") if p.is_file()}
     jobs = [lint.LintJob(FIXTURE, "inventory/models.py", t, first, last) for t in texts]
     res = lint.check(jobs, workers=2)
-    assert [r.success for r in res] == [True, False, False, False, True, True, True]   # imports: counted only
-    assert [r.import_error for r in res] == [0, 0, 0, 0, 0, 0, 1] and "invented_pkg_q" in res[6].messages[0]
+    assert [r.success for r in res] == [True, False, False, False, True, True, True, True, True]  # imports
+    assert [r.import_error for r in res] == [0, 0, 0, 0, 0, 0, 1, 0, 0] and "invented_pkg_q" in res[6].messages[0]
+    assert [r.call_error for r in res] == [0, 0, 0, 0, 0, 0, 0, 1, 1]       # and calls: counted only
+    assert "unexpected-keyword-arg" in res[7].messages[0] and "no-value-for-parameter" in res[8].messages[0]
     assert res[1].no_member == 1 and "price_including_tax" in res[1].messages[0]
     assert res[2].undefined_variable == 1
     assert res[3].syntax_error

@@ -219,6 +219,9 @@ def run(
                                          "vocabulary (MonitorConfig.vocabulary, opt-in) or leave it free (the default)."),
     names: bool = typer.Option(False, "--names/--no-names",
                                help="The names monitor: names read and modules imported must exist (MonitorConfig.names)."),
+    keywords: bool = typer.Option(True, "--keywords/--no-keywords",
+                                  help="The call monitor: keyword names and arity fit the callee's signature "
+                                       "(MonitorConfig.keywords, on with --monitor)."),
     reproducible: bool = typer.Option(True, "--reproducible/--speculate",
                                       help="Wait for every analysis (samples independent of timing, load and "
                                            "process: the default) or speculate as the editor does (deadlines apply)."),
@@ -244,7 +247,7 @@ def run(
                                 tool_tokens=tool_tokens or tool_entropy is not None,
                                 tool_threshold=tool_threshold, tool_entropy=tool_entropy,
                                 declarations=declarations, reproducible=reproducible, vocabulary=vocabulary,
-                                analyzer=analyzer, names=names)
+                                analyzer=analyzer, names=names, keywords=keywords)
         harness.parse_schedule(schedule)
         ex = _executor(executor, ray_address, workers)
         if ex is not None:

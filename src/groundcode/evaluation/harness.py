@@ -47,6 +47,7 @@ class RunConfig:
                                      # the editor's path (speculation, deadlines)
     analyzer: str = "jedi"           # jedi or an installed language server (an arm per analyzer)
     names: bool = False              # names read and modules imported must exist (MonitorConfig.names)
+    keywords: bool = True            # calls fit their callee's signature (MonitorConfig.keywords)
     vocabulary: bool = False         # untyped receivers held to the project's member vocabulary
                                      # (MonitorConfig.vocabulary, opt-in); False: they fail open
 
@@ -162,7 +163,7 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
     # A view with this run's configuration: the caller's generator is never changed in place.
     gen = gen.view(monitor=replace(gen.monitor, enabled=cfg.monitor, reproducible=cfg.reproducible,
                                    vocabulary=cfg.vocabulary, analyzer=cfg.analyzer,
-                                   names=cfg.names),
+                                   names=cfg.names, keywords=cfg.keywords),
                    tools=ToolConfig(enabled=cfg.tool_tokens, threshold=cfg.tool_threshold,
                                     entropy=cfg.tool_entropy),
                    prompt=PromptConfig(fim=cfg.fim, heal=cfg.heal, max_prompt_tokens=cfg.max_prompt_tokens,

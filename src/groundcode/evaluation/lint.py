@@ -25,9 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CHECKS = ("syntax-error", "no-member", "undefined-variable", "import-error", "no-name-in-module")
+CALL_CHECKS = ("no-value-for-parameter", "too-many-function-args", "unexpected-keyword-arg",
+               "redundant-keyword-arg", "missing-kwoa")   # a call that does not fit its callee
+CHECKS = ("syntax-error", "no-member", "undefined-variable", "import-error", "no-name-in-module", *CALL_CHECKS)
 # the checks success rate counts (ToolGen's); the import checks only feed the hallucination
-# counts by kind (scoring.py: an import the reference body does not have that does not resolve)
+# counts by kind (scoring.py: an import the reference body does not have that does not resolve),
+# and so do the call checks (issue 41: the call kind's hallucinated parameters and arity)
 _MIRROR_SUFFIXES = (".py", ".pyi")
 
 
@@ -47,6 +50,7 @@ class LintResult:
     no_member: int = 0
     undefined_variable: int = 0
     import_error: int = 0                      # import-error / no-name-in-module in the lines
+    call_error: int = 0                        # CALL_CHECKS in the lines (never a failure)
     crashed: bool = False                      # pylint gave no verdict for this file
     messages: list = field(default_factory=list)
 
@@ -132,7 +136,8 @@ def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.
 
 def verdict(messages: list[dict], first_line: int, last_line: int) -> LintResult:
     """Success unless a syntax error anywhere or no-member/undefined-variable in [first, last]
-    (import-error/no-name-in-module there are counted and listed, never a failure).
+    (import-error/no-name-in-module and the call checks there are counted and listed, never a
+    failure).
     A pylint crash or fatal message (F: `fatal`, `astroid-error`, `parse-error`, ...) is no
     verdict: a failure, flagged `crashed` so that it is reported apart from lint findings."""
     r = LintResult(success=True)
@@ -149,6 +154,8 @@ def verdict(messages: list[dict], first_line: int, last_line: int) -> LintResult
                 r.undefined_variable += 1
         elif sym in ("import-error", "no-name-in-module") and first_line <= line <= last_line:
             r.import_error += 1
+        elif sym in CALL_CHECKS and first_line <= line <= last_line:
+            r.call_error += 1
         else:
             continue
         r.messages.append(f"{line}: {sym}: {m.get('message', '')}")
@@ -162,7 +169,7 @@ _RANGE = [0, 0]
 
 
 def _patch_no_member_range() -> None:
-    """Make pylint's no-member check visit only attributes on the job's lines (inference of every
+    """Make pylint's no-member check (and its call checks) visit only attributes (calls) on the job's lines (inference of every
     attribute in a large module is what makes pylint slow; the other lines are not scored)."""
     from pylint.checkers.typecheck import TypeChecker
     if getattr(TypeChecker, "_groundcode_ranged", False):
@@ -174,7 +181,15 @@ def _patch_no_member_range() -> None:
             return original(self, node)
         return None
 
+    original_call = TypeChecker.visit_call
+
+    def visit_call(self, node):             # the call checks likewise
+        if _RANGE[0] <= (node.lineno or 0) <= _RANGE[1]:
+            return original_call(self, node)
+        return None
+
     TypeChecker.visit_attribute = visit_attribute
+    TypeChecker.visit_call = visit_call
     TypeChecker._groundcode_ranged = True
 
 

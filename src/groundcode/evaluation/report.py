@@ -20,12 +20,12 @@ from ..jsonl import read_jsonl
 LABELS = {"bleu4": "BLEU-4", "codebleu": "CodeBLEU", "edit_sim": "EditSim", "exact_match": "EM",
           "dep_coverage": "DepCov", "success": "SuccRate", "nim": "NIM", "ism": "ISM", "pm": "PM",
           "ident_precision": "IdPrec", "ident_recall": "IdRec", "undefined_name": "UndefName",
-          "import_error": "ImportErr", "no_member": "NoMember"}
+          "import_error": "ImportErr", "no_member": "NoMember", "call_error": "CallErr"}
 ORDER = list(LABELS)
 KEY_METRICS = {"function": ["success", "dep_coverage", "codebleu", "edit_sim"],
                "dereference": ["success", "nim", "ism", "pm"],
                "name": ["undefined_name", "nim", "edit_sim", "success"],
-               "call": ["success", "nim", "edit_sim", "undefined_name"],
+               "call": ["call_error", "nim", "edit_sim", "success"],
                "import": ["import_error", "nim", "exact_match", "edit_sim"]}
 
 

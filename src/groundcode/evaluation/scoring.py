@@ -30,8 +30,9 @@ TEXT_METRICS = {
 }
 # per sample, judged by pylint (never by a monitor): the completion's lines read a name that
 # does not exist (undefined-variable), import what does not resolve (import-error,
-# no-name-in-module), or a member that does not exist (no-member)
-HALLUCINATIONS = ("undefined_name", "import_error", "no_member")
+# no-name-in-module), a member that does not exist (no-member), or a call that does not fit its
+# callee (lint.CALL_CHECKS: a keyword that is no parameter, too many or too few arguments)
+HALLUCINATIONS = ("undefined_name", "import_error", "no_member", "call_error")
 BINARY = {"exact_match", "nim", "success", *HALLUCINATIONS}
 
 
@@ -120,7 +121,7 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
     for (ri, j), res in zip(where, lint_results):
         rows[ri]["metrics"]["success"][j] = float(res.success)
         for m, n in (("undefined_name", res.undefined_variable), ("import_error", res.import_error),
-                     ("no_member", res.no_member)):
+                     ("no_member", res.no_member), ("call_error", res.call_error)):
             rows[ri]["metrics"][m][j] = float(n > 0)
         rows[ri]["lint"][j] = res.messages + (["pylint crashed"] if res.crashed else [])
         if res.crashed:      # no verdict: counted as a failure, and reported apart
