@@ -35,6 +35,10 @@ figures with paired bootstrap intervals (monitored − baseline, tasks resampled
 runs `--jobs` compilers at once, each in its own sandbox; each task's error codes per arm go to
 $W/scores.jsonl) to
 benchmarks/results/ts_bench_<model>.json. Not a test.
+The arm `check-first` (issue 41; function tasks only): each body written freely, judged whole
+by the same compiler (checkers.typescript_checker), and rewritten from its first failing line
+with the monitors and the names monitor on (check_first.py, 2 writes at most, 120 s); the JSON's
+`check_first` gives what it did per body and the seconds it added (p50, p95) over arm A's.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ import random
 import re
 import statistics
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -92,7 +97,10 @@ def generate(gen, tasks: list[dict], arm: str, samples: Path, max_new: dict, pro
     from groundcode.config import SamplingConfig
     from groundcode.jsonl import append_jsonl, read_jsonl
     done = {(r["arm"], r["task_id"]): r for r in read_jsonl(samples)} if samples.exists() else {}
-    view = gen.view(monitor=replace(gen.monitor, enabled=arm.startswith("monitored"), names="+names" in arm))
+    checked = arm.startswith("check-first")        # free, judged by the compiler, the failing
+    view = gen.view(monitor=replace(gen.monitor, enabled=arm.startswith("monitored") or checked,   # line on
+                                    names="+names" in arm or checked))   # rewritten (monitors + names)
+    checkers: dict = {}
     out = {}
     for t in tasks:
         key = (arm, t["task_id"])
@@ -102,11 +110,25 @@ def generate(gen, tasks: list[dict], arm: str, samples: Path, max_new: dict, pro
             s = SamplingConfig(max_new_tokens=max_new[t["kind"]], stop="block" if t["kind"] == "function" else "line")
             t0 = time.perf_counter()
             try:
-                g = view.run([ctx], s)[0][0]
+                extra = {}
+                if checked and t["kind"] == "function":
+                    from groundcode.check_first import check_first
+                    from groundcode.checkers import typescript_checker
+                    if t["repo_dir"] not in checkers:
+                        checkers[t["repo_dir"]] = typescript_checker(Path(t["repo_dir"]), "tsconfig.recipe.json")
+                    c = check_first(view, ctx, s, checkers[t["repo_dir"]], rounds=2, budget_s=120.0)
+                    g = c.generation
+                    extra = {"strategy": c.strategy, "writes": c.writes, "check_s": round(c.check_s, 3),
+                             "problems": [len(p) for p in c.problems]}
+                elif checked:
+                    raise ValueError("check-first writes whole bodies: function tasks only")
+                else:
+                    g = view.run([ctx], s)[0][0]
                 rec = {"arm": arm, "task_id": t["task_id"], "kind": t["kind"], "completion": g.completion,
                        "tokens": g.tokens, "seconds": round(time.perf_counter() - t0, 3),
                        "finish_reason": g.finish_reason, "rollbacks": g.rollbacks,
-                       "triggers": len(g.triggers), "failed_open": sum(x.failed_open for x in g.triggers)}
+                       "triggers": len(g.triggers), "failed_open": sum(x.failed_open for x in g.triggers),
+                       **extra}
             except Exception as exc:              # a task's failure is recorded, the run goes on
                 rec = {"arm": arm, "task_id": t["task_id"], "kind": t["kind"], "completion": "",
                        "error": f"{type(exc).__name__}: {exc}".splitlines()[0], "seconds": 0.0}
@@ -217,7 +239,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--arms", default="baseline,monitored",
                     help="the two arms compared, A,B (baseline, monitored, monitored+names: the names "
-                         "monitor too); figures are B - A, labelled baseline/monitored in the JSON")
+                         "monitor too; check-first: function bodies written freely, judged by the compiler, "
+                         "rewritten from the first failing line with the monitors and the names monitor on); "
+                         "figures are B - A, labelled baseline/monitored in the JSON")
     args = ap.parse_args()
     A, B = args.arms.split(",")
     console = Console()
@@ -290,6 +314,15 @@ def main() -> None:
         k["rollbacks"] = sum(r.get("rollbacks", 0) for r in recs)
         k["errors"] = {arm: sum("error" in runs[arm][i] for i in ids) for arm in runs}
         k["seconds"] = {arm: round(sum(runs[arm][i].get("seconds", 0) for i in ids), 1) for arm in runs}
+        for arm in runs:                  # check-first: what it did, and the time it added per body
+            st = [runs[arm][i] for i in ids if "strategy" in runs[arm][i]]
+            if st:
+                sec = sorted(r["seconds"] - runs[A][i].get("seconds", 0) for r, i in
+                             ((runs[arm][i], i) for i in ids if "strategy" in runs[arm][i]))
+                k["check_first"] = {"arm": arm, "strategies": dict(Counter(r["strategy"] for r in st)),
+                                    "check_s_p50": round(statistics.median(r["check_s"] for r in st), 2),
+                                    "added_s_p50": round(sec[len(sec) // 2], 2),
+                                    "added_s_p95": round(sec[min(len(sec) - 1, int(0.95 * len(sec)))], 2)}
         if kind != "dereference":
             codes = {}
             for arm in runs:
