@@ -40,6 +40,22 @@ def test_generate_json(repo, tiny_model_dir):
     assert _tree_hash(repo) == before
 
 
+def test_generate_check_first_reports_what_the_checker_found(repo, tiny_model_dir):
+    before = _tree_hash(repo)
+    r = runner.invoke(app, ["generate", f"{repo}/shop/cart.py:Cart.last", "--model", str(tiny_model_dir),
+                            "-n", "12", "--json", "--check-first", "--no-server"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout.strip().splitlines()[-1])
+    c = d["check_first"]
+    assert c["strategy"] in ("free", "rewritten", "unchanged", "kept free", "budget"), c
+    assert 1 <= c["writes"] <= 2 and 1 <= len(c["problems"]) <= c["writes"], c
+    assert (c["strategy"] == "free") == (c["problems"][0] == []), c
+    assert c["total_s"] >= c["check_s"] >= 0
+    assert _tree_hash(repo) == before                 # the checker read a copy
+    r = runner.invoke(app, ["generate", f"{repo}/shop/cart.py:Cart.last", "--check-first", "--no-monitor"])
+    assert r.exit_code == 2 and "--no-monitor" in r.output
+
+
 def test_complete_prints_trigger_summary(repo, tiny_model_dir):
     r = runner.invoke(app, ["complete", f"{repo}/shop/cart.py:16:28", "--repo", str(repo),
                             "--model", str(tiny_model_dir), "-n", "4"])

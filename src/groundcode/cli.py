@@ -90,7 +90,8 @@ def _print_triggers(gen, seconds: float) -> None:
 def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_tokens, no_monitor,
          deadline, hide_private, as_json, fim="auto", heal=True, stop="block", stream=None, tools=None,
          sdk=True, keywords=True, python=None, declarations=False, remote=None, vocabulary=False,
-         trust=False, names=False, max_prompt_tokens: int = 0, analyzer: str = "jedi") -> None:
+         trust=False, names=False, max_prompt_tokens: int = 0, analyzer: str = "jedi",
+         check_first: bool = False) -> None:
     _quiet_libraries()
     from .api import Generator
     t0 = time.perf_counter()
@@ -121,8 +122,15 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         with err.status("loading model…", spinner="dots") if not as_json else _null():
             gen = Generator(model, monitor, device=device, dtype=dtype, prompt=prompt, tools=tools,
                             **_remote_kw(model, remote))
+        checked = None
         with gen:
-            if stream and not as_json:
+            if check_first:
+                from .check_first import check_first as run_checked
+                checker = _checker_for(ctx)
+                with err.status("writing freely, then checking…", spinner="dots") if not as_json else _null():
+                    checked = run_checked(gen, ctx, sampling, checker)
+                out = checked.generation
+            elif stream and not as_json:
                 live = _Stream(ctx)
                 out = gen.run([ctx], sampling, on_event=live.on_event)[0][0]
                 live.finish(out.completion)
@@ -147,15 +155,47 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         d["generate_seconds"] = out.seconds
         d["file"] = str(ctx.path)
         d["scope"] = ctx.scope
+        if checked is not None:
+            d["check_first"] = _checked_json(checked)
         sys.stdout.write(json.dumps(d) + "\n")
         return
     if live is None:
         sys.stdout.write(out.completion if out.completion.endswith("\n") else out.completion + "\n")
         sys.stdout.flush()
     _print_triggers(out, seconds)
+    if checked is not None:
+        c = _checked_json(checked)
+        left = c["problems"][-1]
+        err.print(f"check first: {c['strategy']}; problems per write {[len(p) for p in c['problems']]} "
+                  f"({c['check_s']} s checking)" + (f"; left: {', '.join(p['code'] for p in left)}" if left else ""))
     failed = sum(t.failed_open for t in out.triggers)
     if failed:
         err.print(f"[yellow]warning:[/yellow] {failed} analysis call(s) failed open (no constraint)")
+
+
+def _checker_for(ctx):
+    """check-first's judge for the file's language: pylint (Python), the package's compiler on its
+    tsconfig.json (TypeScript: the nearest one above the file, inside the repository)."""
+    from . import checkers
+    if ctx.path.suffix == ".py":
+        return checkers.python_checker(ctx.repo)
+    if ctx.path.suffix in (".ts", ".tsx", ".mts", ".cts"):
+        repo = ctx.repo.resolve()
+        for d in ctx.path.resolve().parents:
+            if (d / "tsconfig.json").is_file():
+                return checkers.typescript_checker(d)
+            if d == repo:
+                break
+        raise GroundcodeError(f"--check-first: no tsconfig.json above {ctx.path} in {ctx.repo} "
+                              "(the compiler checks the package as its configuration says)")
+    raise GroundcodeError(f"--check-first checks Python and TypeScript files, not {ctx.path.suffix}")
+
+
+def _checked_json(c) -> dict:
+    return {"strategy": c.strategy, "writes": c.writes, "check_s": round(c.check_s, 3),
+            "total_s": round(c.total_s, 3),
+            "problems": [[{"offset": p.offset, "code": p.code, "message": p.message} for p in found]
+                         for found in c.problems]}
 
 
 def _check_analyzer(name: str) -> str:
@@ -239,9 +279,9 @@ _DEADLINE = analysis_deadline_option()
 _OLD_DEADLINE = old_deadline_option()
 _PRIV = typer.Option(False, "--hide-private", help="never suggest _private members")
 _NOSDK = typer.Option(False, "--no-sdk", help="boto3 clients: do not answer from botocore's service models (Jedi only)")
-_NOKW = typer.Option(False, "--no-keywords", help="leave keyword arguments free (the keyword monitor checks "
-                     "keyword arguments of boto3 client calls against botocore's models; calls of other "
-                     "functions are not checked)")
+_NOKW = typer.Option(False, "--no-keywords", help="leave calls free (the keyword monitor checks keyword "
+                     "names and the count of arguments against the callee's signature: boto3 clients from "
+                     "botocore's models, any other callee Jedi reads one whole signature of; Python)")
 _VOCAB = typer.Option(False, "--vocabulary/--no-vocabulary", help="where a receiver's type is unknown "
                       "and it cannot be a library object, hold the name to the names the project and "
                       "the builtin types have (off by default: such a name is left free)")
@@ -359,10 +399,18 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
                                                    help="cap the prompt at this many tokens (0: the "
                                                         "model's window)"),
              server: Optional[str] = _SERVER, no_server: bool = _NOSERVER,
+             check_first: bool = typer.Option(False, "--check-first", help="write the body freely, check it "
+                                              "whole (pylint for Python; the package's compiler on its "
+                                              "tsconfig.json for TypeScript), and write it again with the "
+                                              "monitors on from its first failing line (never worse by the "
+                                              "checker's count); default: the monitors on from the start"),
              old_deadline: Optional[float] = _OLD_DEADLINE) -> None:
     """Write a function's body from its signature and docstring or doc comment (Python,
     TypeScript, JavaScript; printed, not written back)."""
     deadline = analysis_deadline(deadline, old_deadline)
+    if check_first and no_monitor:
+        error("--check-first writes again with the monitors on: drop --no-monitor (or --check-first)")
+        raise typer.Exit(2)
     from .api import function_context
     from .repo import parse_file_function
 
@@ -375,7 +423,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
                         declarations=declarations,
                         repo=repo, remote_model=remote_model, tokenizer=tokenizer,
                         remote_constraint=remote_constraint != "auto", fim=fim != "auto", heal=not heal,
-                        hide_private=hide_private, device=device, dtype=dtype, stream=stream)
+                        hide_private=hide_private, device=device, dtype=dtype, stream=stream,
+                        check_first=check_first)
     if _use_server(no_server, server, local):
         if _via_server(target, server, model, temperature, top_p, seed, max_new_tokens, stop, as_json,
                        function=True, max_prompt_tokens=max_prompt_tokens, deadline=deadline,
@@ -386,7 +435,7 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
          _tools(tool_tokens, tool_threshold, tool_entropy), not no_sdk, not no_keywords, python,
          declarations=declarations, remote=(remote_model, tokenizer, remote_constraint),
          vocabulary=vocabulary, trust=trust, max_prompt_tokens=max_prompt_tokens, analyzer=analyzer,
-         names=names)
+         names=names, check_first=check_first)
 
 
 def _check_repo(repo: Optional[str], file: Path) -> Optional[Path]:
