@@ -57,6 +57,7 @@ def test_extract_functions_and_dereference_points():
 def test_spread_and_method_filter():
     assert extract.spread(list(range(5)), 10) == [0, 1, 2, 3, 4]
     assert extract.spread(list(range(100)), 10) == [0, 11, 22, 33, 44, 55, 66, 77, 88, 99]
+    assert extract.spread(list(range(5)), 1) == [2] and extract.spread(list(range(5)), 0) == []   # it was a ZeroDivisionError
     sites = {s.scope: s for s in extract.functions(CODE)}
     assert not extract.dereference_method(sites["A.m"])        # 5 lines < 7
     assert extract.dereference_method(sites["A.m"], min_lines=5)

@@ -70,3 +70,22 @@ def test_build_run_score_report(tmp_path, tiny_model):
     assert "SuccRate" in md and "| monitored |" in md and "bench_repo" in md
     assert "data:image/png;base64," in html and "<table>" in html
     assert {p: p.read_bytes() for p in FIXTURE.rglob("*.py")} == before   # the repository was never written
+
+
+def test_run_check_first_records_what_it_did(tmp_path, tiny_model):
+    out = tmp_path / "b"
+    invoke("build", FIXTURE, "--out", out, "--functions-per-repo", 2, "--methods-per-repo", 1,
+           "--points-per-method", 1)
+    samples = tmp_path / "samples.jsonl"
+    invoke("run", out / "tasks.jsonl", "--out", samples, "--config", "check-first", "--model", tiny_model,
+           "--monitor", "--names", "--check-first", "--max-new-tokens", 16, "--limit", 2, "--kinds", "function")
+    recs = list(read_jsonl(samples))
+    assert len(recs) == 2 and all(r["run"]["check_first"] for r in recs)
+    for r in recs:
+        (s,) = r["samples"]
+        assert s["strategy"] in ("free", "rewritten", "unchanged", "kept free", "budget"), s
+        assert 1 <= s["writes"] <= 2 and len(s["problems"]) <= s["writes"] and s["total_s"] >= s["check_s"]
+        assert (s["strategy"] == "free") == (s["problems"][0] == 0), s
+    res = CliRunner().invoke(app, ["run", str(out / "tasks.jsonl"), "--out", str(tmp_path / "x.jsonl"), "--config", "x",
+                                   "--model", str(tiny_model), "--no-monitor", "--check-first"])
+    assert res.exit_code != 0 and "--check-first" in res.output

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from groundcode.check_first import Problem, check_first, cut_at
 from groundcode.config import MonitorConfig, SamplingConfig
 from groundcode.context import cursor_context
@@ -111,3 +113,15 @@ def test_the_typescript_checker_finds_a_missing_member_in_the_completion_only(tm
     assert [(p.offset, p.code) for p in found] == [(bad.index("sizes"), "TS2551")], found
     assert check(ctx, good) == []
     assert (pkg / "src" / "cart.ts").read_text() == text
+
+
+def test_checker_for_picks_the_language_and_says_what_is_missing(tmp_path):
+    from groundcode.checkers import checker_for
+    from groundcode.context import CodeContext
+    from groundcode.errors import GroundcodeError
+    (tmp_path / "a.ts").write_text("export const a = 1;\n")
+    with pytest.raises(GroundcodeError, match="no tsconfig.json"):
+        checker_for(CodeContext(path=tmp_path / "a.ts", repo=tmp_path, before=""))
+    with pytest.raises(GroundcodeError, match="Python and TypeScript"):
+        checker_for(CodeContext(path=tmp_path / "a.rs", repo=tmp_path, before=""))
+    assert callable(checker_for(CodeContext(path=tmp_path / "a.py", repo=tmp_path, before="")))

@@ -45,6 +45,12 @@ class Checked:
     check_s: float = 0.0                     # seconds in the checker
     total_s: float = 0.0
 
+    def to_json(self) -> dict:
+        return {"strategy": self.strategy, "writes": self.writes, "check_s": round(self.check_s, 3),
+                "total_s": round(self.total_s, 3),
+                "problems": [[{"offset": p.offset, "code": p.code, "message": p.message} for p in found]
+                             for found in self.problems]}
+
 
 def cut_at(completion: str, problem: Problem) -> str:
     """The text kept before a rewrite: the whole lines before the problem's line."""

@@ -7,7 +7,7 @@
                                   imports, calls that do not fit), on the completion's lines
 
 Both read the repository and never run it. Each returns `Checker`: (context, completion) ->
-[Problem] with offsets in the completion.
+[Problem] with offsets in the completion. `checker_for(ctx)`: the one for the file's language.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .check_first import Checker, Problem
 from .context import CodeContext
+from .errors import GroundcodeError
 
 
 def _line_starts(text: str) -> list[int]:
@@ -75,3 +76,20 @@ def python_checker(repo: Path) -> Checker:
         return out
 
     return check
+
+
+def checker_for(ctx: CodeContext) -> Checker:
+    """pylint for a Python file; for TypeScript the compiler on the nearest tsconfig.json above
+    the file inside the repository (the package as its configuration says)."""
+    if ctx.path.suffix == ".py":
+        return python_checker(ctx.repo)
+    if ctx.path.suffix in (".ts", ".tsx", ".mts", ".cts"):
+        repo = Path(ctx.repo).resolve()
+        for d in Path(ctx.path).resolve().parents:
+            if (d / "tsconfig.json").is_file():
+                return typescript_checker(d)
+            if d == repo:
+                break
+        raise GroundcodeError(f"--check-first: no tsconfig.json above {ctx.path} in {ctx.repo} "
+                              "(the compiler checks the package as its configuration says)")
+    raise GroundcodeError(f"--check-first checks Python and TypeScript files, not {ctx.path.suffix or ctx.path.name}")

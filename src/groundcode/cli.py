@@ -126,7 +126,8 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         with gen:
             if check_first:
                 from .check_first import check_first as run_checked
-                checker = _checker_for(ctx)
+                from .checkers import checker_for
+                checker = checker_for(ctx)
                 with err.status("writing freely, then checking…", spinner="dots") if not as_json else _null():
                     checked = run_checked(gen, ctx, sampling, checker)
                 out = checked.generation
@@ -156,7 +157,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         d["file"] = str(ctx.path)
         d["scope"] = ctx.scope
         if checked is not None:
-            d["check_first"] = _checked_json(checked)
+            d["check_first"] = checked.to_json()
         sys.stdout.write(json.dumps(d) + "\n")
         return
     if live is None:
@@ -164,38 +165,13 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         sys.stdout.flush()
     _print_triggers(out, seconds)
     if checked is not None:
-        c = _checked_json(checked)
+        c = checked.to_json()
         left = c["problems"][-1]
         err.print(f"check first: {c['strategy']}; problems per write {[len(p) for p in c['problems']]} "
                   f"({c['check_s']} s checking)" + (f"; left: {', '.join(p['code'] for p in left)}" if left else ""))
     failed = sum(t.failed_open for t in out.triggers)
     if failed:
         err.print(f"[yellow]warning:[/yellow] {failed} analysis call(s) failed open (no constraint)")
-
-
-def _checker_for(ctx):
-    """check-first's judge for the file's language: pylint (Python), the package's compiler on its
-    tsconfig.json (TypeScript: the nearest one above the file, inside the repository)."""
-    from . import checkers
-    if ctx.path.suffix == ".py":
-        return checkers.python_checker(ctx.repo)
-    if ctx.path.suffix in (".ts", ".tsx", ".mts", ".cts"):
-        repo = ctx.repo.resolve()
-        for d in ctx.path.resolve().parents:
-            if (d / "tsconfig.json").is_file():
-                return checkers.typescript_checker(d)
-            if d == repo:
-                break
-        raise GroundcodeError(f"--check-first: no tsconfig.json above {ctx.path} in {ctx.repo} "
-                              "(the compiler checks the package as its configuration says)")
-    raise GroundcodeError(f"--check-first checks Python and TypeScript files, not {ctx.path.suffix}")
-
-
-def _checked_json(c) -> dict:
-    return {"strategy": c.strategy, "writes": c.writes, "check_s": round(c.check_s, 3),
-            "total_s": round(c.total_s, 3),
-            "problems": [[{"offset": p.offset, "code": p.code, "message": p.message} for p in found]
-                         for found in c.problems]}
 
 
 def _check_analyzer(name: str) -> str:

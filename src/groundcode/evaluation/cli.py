@@ -222,6 +222,9 @@ def run(
     keywords: bool = typer.Option(True, "--keywords/--no-keywords",
                                   help="The call monitor: keyword names and arity fit the callee's signature "
                                        "(MonitorConfig.keywords, on with --monitor)."),
+    check_first: bool = typer.Option(False, "--check-first",
+                                     help="Function tasks: write freely, check with pylint, write again from the "
+                                          "first failing line with the monitors on (greedy, one sample; with --monitor)."),
     reproducible: bool = typer.Option(True, "--reproducible/--speculate",
                                       help="Wait for every analysis (samples independent of timing, load and "
                                            "process: the default) or speculate as the editor does (deadlines apply)."),
@@ -247,7 +250,10 @@ def run(
                                 tool_tokens=tool_tokens or tool_entropy is not None,
                                 tool_threshold=tool_threshold, tool_entropy=tool_entropy,
                                 declarations=declarations, reproducible=reproducible, vocabulary=vocabulary,
-                                analyzer=analyzer, names=names, keywords=keywords)
+                                analyzer=analyzer, names=names, keywords=keywords, check_first=check_first)
+        if check_first and (not monitor or schedule != "greedy"):
+            raise GroundcodeError("--check-first rewrites with the monitors on, one greedy sample: "
+                                  "use it with --monitor and --schedule greedy")
         harness.parse_schedule(schedule)
         ex = _executor(executor, ray_address, workers)
         if ex is not None:

@@ -90,9 +90,12 @@ def _points(body: list[ast.stmt], lines: list[str]) -> list[tuple[int, int]]:
 
 
 def spread(points: list, k: int) -> list:
-    """At most k items chosen uniformly across the list (first and last included)."""
+    """At most k items chosen uniformly across the list (first and last included; k = 1: the
+    middle one; k <= 0: none)."""
     if len(points) <= k:
         return list(points)
+    if k <= 1:
+        return [points[len(points) // 2]] if k == 1 else []
     idx = sorted({round(i * (len(points) - 1) / (k - 1)) for i in range(k)})
     return [points[i] for i in idx]
 

@@ -48,6 +48,9 @@ class RunConfig:
     analyzer: str = "jedi"           # jedi or an installed language server (an arm per analyzer)
     names: bool = False              # names read and modules imported must exist (MonitorConfig.names)
     keywords: bool = True            # calls fit their callee's signature (MonitorConfig.keywords)
+    check_first: bool = False        # function tasks: written freely, checked by pylint, written
+                                     # again from the first failing line with the monitors on
+                                     # (check_first.py; greedy, one sample)
     vocabulary: bool = False         # untyped receivers held to the project's member vocabulary
                                      # (MonitorConfig.vocabulary, opt-in); False: they fail open
 
@@ -175,20 +178,45 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
         for temp, n in groups:
             sc = SamplingConfig(temperature=temp, top_p=cfg.top_p if temp > 0 else 1.0, seed=cfg.seed,
                                 max_new_tokens=cfg.max_new_tokens)
-            for i, row in enumerate(_generations(gen, ctxs, sc, n)):
+            rows = _checked(gen, chunk, ctxs, sc) if cfg.check_first else _generations(gen, ctxs, sc, n)
+            for i, row in enumerate(rows):
                 for j, g in enumerate(row):
                     if isinstance(g, str):       # this task's generation failed: recorded, the run goes on
                         samples[i].append({"completion": "", "temperature": temp, "seed": cfg.seed + j,
                                            "tokens": 0, "seconds": 0.0, "finish_reason": "error", "error": g})
                         continue
+                    extra = {}
+                    if isinstance(g, tuple):             # check-first: (Generation, Checked)
+                        g, c = g
+                        extra = {"strategy": c.strategy, "writes": c.writes, "check_s": round(c.check_s, 3),
+                                 "total_s": round(c.total_s, 3), "problems": [len(p) for p in c.problems]}
                     samples[i].append({"completion": g.completion, "temperature": temp, "seed": cfg.seed + j,
                                        "tokens": g.tokens, "seconds": g.seconds, "finish_reason": g.finish_reason,
-                                       "rollbacks": g.rollbacks, **_trigger_summary(g.triggers)})
+                                       "rollbacks": g.rollbacks, **_trigger_summary(g.triggers), **extra})
         for t, s in zip(chunk, samples):
             append_jsonl(out, {"task_id": t["task_id"], **meta, "samples": s})
         if progress:
             progress(len(chunk))
     return len(todo)
+
+
+def _checked(gen, tasks, ctxs, sc) -> list[list]:
+    """check-first, one task at a time: [(Generation, Checked)] per function task (pylint the
+    checker, its repository read, never run); other kinds are written as `gen` writes them."""
+    from ..check_first import check_first
+    from ..checkers import python_checker
+    from ..errors import GroundcodeError
+    out = []
+    for t, c in zip(tasks, ctxs):
+        if t["kind"] != "function":
+            out += _generations(gen, [c], sc, 1)
+            continue
+        try:
+            done = check_first(gen, c, sc, python_checker(Path(t["repo_dir"])), rounds=2, budget_s=120.0)
+            out.append([(done.generation, done)])
+        except GroundcodeError as exc:
+            out.append([str(exc).splitlines()[0] or type(exc).__name__])
+    return out
 
 
 def _generations(gen, ctxs, sc, n) -> list[list]:
