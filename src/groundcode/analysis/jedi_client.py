@@ -398,6 +398,31 @@ class JediAnalyzer:
                 self._cache.popitem(last=False)
 
 
+_RUNNING, _DONE, _FAILED = "running", "done", "failed"
+
+
+def _settle(owner: JediAnalyzer, fut: cf.Future, timeout: float | None) -> tuple[str, object]:
+    """A worker call's state for a ticket: (_RUNNING, None) while it runs (a timeout counted),
+    (_DONE, its value), or (_FAILED, "error: …") where it raised — a Jedi crash must never kill
+    generation: it fails open (counted; a broken pool is replaced)."""
+    try:
+        if timeout == 0 and not fut.done():
+            return _RUNNING, None
+        got = fut.result(timeout=timeout)
+    except cf.TimeoutError:
+        owner.timeouts += 1
+        return _RUNNING, None
+    except Exception as exc:                      # noqa: BLE001
+        owner.errors += 1
+        if isinstance(exc, BrokenProcessPool):
+            owner._broken(getattr(fut, "_gc_pool", None))
+        return _FAILED, f"error: {type(exc).__name__}: {exc}"[:200]
+    owner._warm = True
+    if owner.health_state.failures:
+        owner.health_state.answered()
+    return _DONE, got
+
+
 class JediTicket:
     """A running Jedi call: `result(timeout)` is its Analysis, or None while it runs. A crash
     fails open ("error: ...")."""
@@ -411,21 +436,13 @@ class JediTicket:
         if self._answer is not None:
             return self._answer
         fut, owner = self._fut, self._owner
-        try:
-            if timeout == 0 and not fut.done():
-                return None
-            names, kinds, failed = _answer(fut.result(timeout=timeout))
-            owner._warm = True
-            if owner.health_state.failures:
-                owner.health_state.answered()
-        except cf.TimeoutError:
-            owner.timeouts += 1
+        state, got = _settle(owner, fut, timeout)
+        if state == _RUNNING:
             return None
-        except Exception as exc:  # a Jedi crash must never kill generation: fail open
-            owner.errors += 1
-            if isinstance(exc, BrokenProcessPool):
-                owner._broken(getattr(fut, "_gc_pool", None))
-            names, kinds, failed = frozenset(), {}, f"error: {type(exc).__name__}: {exc}"[:200]
+        if state == _DONE:
+            names, kinds, failed = _answer(got)
+        else:
+            names, kinds, failed = frozenset(), {}, got
         t1 = getattr(fut, "_gc_t1", None) or time.perf_counter()
         self._answer = Analysis(self._receiver, names, (t1 - fut._gc_t0) * 1e3, False, failed, kinds,
                                 owner._hidden(names))
@@ -445,20 +462,12 @@ class JediSignatureTicket:
         if self._answer is not None:
             return self._answer
         fut, owner = self._fut, self._owner
-        try:
-            if timeout == 0 and not fut.done():
-                return None
-            got = fut.result(timeout=timeout)
-        except cf.TimeoutError:
-            owner.timeouts += 1
+        state, got = _settle(owner, fut, timeout)
+        if state == _RUNNING:
             return None
-        except Exception as exc:                  # noqa: BLE001 (never kills generation)
-            owner.errors += 1
-            if isinstance(exc, BrokenProcessPool):
-                owner._broken(getattr(fut, "_gc_pool", None))
-            self._answer = SignatureAnswer(None, 0.0, f"error: {type(exc).__name__}: {exc}"[:200])
+        if state == _FAILED:
+            self._answer = SignatureAnswer(None, 0.0, got)
             return self._answer
-        owner._warm = True
         ms = (time.perf_counter() - fut._gc_t0) * 1e3
         if got[0] is None:
             self._answer = SignatureAnswer(None, ms, got[1])
