@@ -37,6 +37,12 @@ class ArgScanner:
         self._tail = ""            # last characters inside a triple-quoted string
         self._q, self._len, self._empty = "", 0, False
 
+    def copy(self) -> "ArgScanner":
+        """An independent scanner in this one's state (to try text without changing this one)."""
+        other = ArgScanner.__new__(ArgScanner)
+        other.__dict__.update({k: (list(v) if isinstance(v, list) else v) for k, v in self.__dict__.items()})
+        return other
+
     def feed(self, s: str) -> "ArgScanner":
         for c in s:
             self.step(c)

@@ -210,11 +210,7 @@ class KeywordArgMonitor(Guide):
         sig = ans.signature if ans is not None else None
         if sig is None or sig.var_keyword and not sig.required:
             return False
-        self.sig = sig
-        try:
-            return self._missing(scan)
-        finally:
-            self.sig = None
+        return self._missing(scan, sig=sig)
 
     def _poll(self, row: RowView) -> int | None:
         """WAIT with a signature owed: has it landed? Open the call if it is still open (and
@@ -278,9 +274,7 @@ class KeywordArgMonitor(Guide):
         character: ("name", head, name, complete) — an argument starts with a name;
         ("other", head, c) — an argument starts with something else; ("after", head, c) — the
         first character after a complete leading name; None — nothing to judge."""
-        probe = ArgScanner()
-        probe.__dict__.update({k: (list(v) if isinstance(v, list) else v)
-                               for k, v in self.scan.__dict__.items()})
+        probe = self.scan.copy()
         for i, c in enumerate(t):
             if c not in " \t\r\n\\" and probe.depth == 0 and not probe.quote and not probe.comment:
                 if probe.argument_start():
@@ -296,16 +290,17 @@ class KeywordArgMonitor(Guide):
                 return None
         return None
 
-    def _missing(self, scan=None, pending: bool = False) -> bool:
-        """Is a required parameter unbound (by position or by keyword)? `pending`: the current
-        argument, a positional one, is complete (the token closes the call)."""
-        scan = scan or self.scan
+    def _missing(self, scan=None, pending: bool = False, sig=None) -> bool:
+        """Is a required parameter of `sig` (default: the open call's) unbound, by position or
+        by keyword? `pending`: the current argument, a positional one, is complete (the token
+        closes the call)."""
+        scan, sig = scan or self.scan, sig or self.sig
         if scan.unpacked:
             return False                  # `*x`, `**x`: what they bind cannot be told
         n = scan.positional + (pending and scan._arg == 1)
-        bound = {p.name for p in self.sig.params if p.kind != "keyword"}
-        bound = {p.name for p in self.sig.params[:n] if p.name in bound} | set(scan.used)
-        return any(r not in bound for r in self.sig.required)
+        bound = {p.name for p in sig.params if p.kind != "keyword"}
+        bound = {p.name for p in sig.params[:n] if p.name in bound} | set(scan.used)
+        return any(r not in bound for r in sig.required)
 
     def _kw(self) -> bool:
         """Is every argument from here on a keyword? A keyword-only callable, or (arity) every
@@ -320,8 +315,7 @@ class KeywordArgMonitor(Guide):
         """Would token `t` close the call while a required parameter is still unbound?"""
         if not self.arity or ")" not in t:
             return False
-        probe = ArgScanner()
-        probe.__dict__.update({k: (list(v) if isinstance(v, list) else v) for k, v in self.scan.__dict__.items()})
+        probe = self.scan.copy()
         for c in t:
             arg = probe._arg
             probe.step(c)
