@@ -37,7 +37,7 @@ $W/scores.jsonl) to
 benchmarks/results/ts_bench_<model>.json. Not a test.
 The arm `check-first` (issue 41; function tasks only): each body written freely, judged whole
 by the same compiler (checkers.typescript_checker), and rewritten from its first failing line
-with the monitors and the names monitor on (check_first.py, 2 writes at most, 120 s); the JSON's
+with the monitors and the names monitor on (check_first.py, 3 writes at most, 120 s); the JSON's
 `check_first` gives what it did per body and the seconds it added (p50, p95) over arm A's.
 """
 from __future__ import annotations
@@ -116,7 +116,7 @@ def generate(gen, tasks: list[dict], arm: str, samples: Path, max_new: dict, pro
                     from groundcode.checkers import typescript_checker
                     if t["repo_dir"] not in checkers:
                         checkers[t["repo_dir"]] = typescript_checker(Path(t["repo_dir"]), "tsconfig.recipe.json")
-                    c = check_first(view, ctx, s, checkers[t["repo_dir"]], rounds=2, budget_s=120.0)
+                    c = check_first(view, ctx, s, checkers[t["repo_dir"]], rounds=3, budget_s=120.0)
                     g = c.generation
                     extra = {"strategy": c.strategy, "writes": c.writes, "check_s": round(c.check_s, 3),
                              "problems": [len(p) for p in c.problems]}

@@ -212,7 +212,7 @@ def _checked(gen, tasks, ctxs, sc) -> list[list]:
             out += _generations(gen, [c], sc, 1)
             continue
         try:
-            done = check_first(gen, c, sc, python_checker(Path(t["repo_dir"])), rounds=2, budget_s=120.0)
+            done = check_first(gen, c, sc, python_checker(Path(t["repo_dir"])), rounds=3, budget_s=120.0)
             out.append([(done.generation, done)])
         except GroundcodeError as exc:
             out.append([str(exc).splitlines()[0] or type(exc).__name__])
