@@ -90,7 +90,7 @@ def _ts_repo(root: Path) -> Path:
 
 
 def test_module_specifiers_resolve_on_the_file_system_alone(tmp_path):
-    from groundcode.languages.typescript_modules import TsModuleIndex
+    from groundcode.languages.typescript_modules import TsModuleIndex, TsResolved
     root = _ts_repo(tmp_path / "app")
     idx = TsModuleIndex(root)
     app = Path("src/app.ts")
@@ -133,6 +133,15 @@ def test_module_specifiers_resolve_on_the_file_system_alone(tmp_path):
     bare = tmp_path / "bare"
     (bare / "src").mkdir(parents=True)
     assert TsModuleIndex(bare).resolve("lefpad", Path("src/a.ts")).why == "no node_modules"
+    # nothing installed yet, but a package.json says what the package uses: an undeclared
+    # package is missing, a declared one unknown, and the declared ones are candidates
+    (bare / "package.json").write_text('{"name": "app", "dependencies": {"left-pad": "^1"}, '
+                                       '"devDependencies": {"@types/node": "^20"}}')
+    idx = TsModuleIndex(bare)
+    assert idx.resolve("lefpad", Path("src/a.ts")) == TsResolved("missing", "lefpad")
+    assert idx.resolve("left-pad", Path("src/a.ts")).why == "declared dependency not installed"
+    assert idx.resolve("fs", Path("src/a.ts")).kind == "ok"
+    assert "left-pad" in idx.candidates(bare / "src" / "a.ts") and "@types/node" not in idx.candidates(bare / "src" / "a.ts")
 
 
 def test_module_uses_reads_every_form_of_import():

@@ -24,8 +24,10 @@ How a specifier resolves (TypeScript's and Node's rules, in the part a file syst
   the root; a config that cannot be read whole (not JSON with comments, an `extends`) fails
   open for every bare specifier;
 - fails open ("unknown") where the file system cannot tell: a mapping as above, a dependency
-  the package.json declares that is not installed, no node_modules
-  at all (nothing installed yet), a specifier with an interpolation or a loader prefix (`x!y`).
+  the package.json declares that is not installed, no node_modules and no package.json at all,
+  a specifier with an interpolation or a loader prefix (`x!y`). With no node_modules (nothing
+  installed yet) a package.json still says what may be imported: an undeclared package is
+  missing, and the declared ones are candidates.
 Test: tests/test_names_typescript.py.
 """
 from __future__ import annotations
@@ -145,13 +147,15 @@ class TsModuleIndex:
             self._dirs[nm] = (stamp, got)
         return got
 
-    def _declared(self, start: Path) -> set:
-        """Dependencies the package.json files from `start` up to the root declare."""
-        out: set = set()
+    def _declared(self, start: Path) -> set | None:
+        """Dependencies the package.json files from `start` up to the root declare (None: no
+        package.json there that reads as one)."""
+        out: set | None = None
         d = start
         while True:
             data = _read_json(d / "package.json")
             if isinstance(data, dict):
+                out = out if out is not None else set()
                 for table in ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies"):
                     deps = data.get(table)
                     if isinstance(deps, dict):
@@ -231,11 +235,13 @@ class TsModuleIndex:
             return TsResolved("ok")
         if mapped:
             return TsResolved("unknown", "tsconfig paths")
-        if name in self._declared(here):
+        declared = self._declared(here)
+        if declared and name in declared:
             return TsResolved("unknown", "declared dependency not installed")
-        if not nms:
-            return TsResolved("unknown", "no node_modules")
-        return TsResolved("missing", name)
+        if not nms and declared is None:
+            return TsResolved("unknown", "no node_modules")   # no package.json to say what it uses
+        return TsResolved("missing", name)    # (nothing installed: a package its package.json
+                                              # does not declare cannot be imported either)
 
     def _subpath(self, pkg: Path, sub: str) -> TsResolved:
         if _file(pkg / sub):
@@ -255,6 +261,7 @@ class TsModuleIndex:
         names = set(NODE) | {"node:" + n for n in NODE}
         for nm in self._node_modules(here):
             names.update(n for n in self._installed(nm) if not n.startswith("@types/"))
+        names.update(n for n in (self._declared(here) or ()) if not n.startswith("@types/"))
         try:
             for e in here.iterdir():
                 stem = _stem(e)
