@@ -4,14 +4,14 @@ flags() {  # the bench run flags of an arm
   case "$1" in
     baseline) echo --no-monitor;;
     monitored) echo --monitor;;
-    monitored+names) echo --monitor --names;;
-    monitored-no-keywords) echo --monitor --no-keywords;;
-    check-first) echo --monitor --names --check-first;;   # function bodies written freely, checked by pylint, the failing line on rewritten with the monitors (issue 41)   # the call monitor off (issue 41's baseline for the call kind)   # the names monitor too: names read and modules imported exist (issue 40)
+    monitored+names) echo --monitor --names;;   # the names monitor too: names read and modules imported exist (issue 40)
+    monitored-no-keywords) echo --monitor --no-keywords;;   # the call monitor off (issue 41's baseline for the call kind)
+    check-first) echo --monitor --names --check-first;;   # function bodies written freely, checked by ty (not the pylint that scores), rewritten from the first failing line with the monitors on (issue 41)
     monitored+vocabulary) echo --monitor --vocabulary;;   # untyped receivers held to the project's names (the default since session 9)
     monitored-no-vocabulary) echo --monitor --no-vocabulary;;   # untyped receivers free (before session 9)
     monitored@*) echo --monitor --analyzer "${1#monitored@}";;   # the monitor asking a language server (ty, zuban, pyrefly: groundcode analyzers install NAME)
     declarations) echo --no-monitor --declarations;;
     declarations+monitored) echo --monitor --declarations;;
-    *) echo "error: unknown arm $1 (baseline, monitored, monitored+names, monitored-no-keywords, monitored+vocabulary, monitored-no-vocabulary, monitored@SERVER, declarations, declarations+monitored)" >&2; exit 2;;
+    *) echo "error: unknown arm $1 (baseline, monitored, monitored+names, monitored-no-keywords, check-first, monitored+vocabulary, monitored-no-vocabulary, monitored@SERVER, declarations, declarations+monitored)" >&2; exit 2;;
   esac
 }

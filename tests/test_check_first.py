@@ -128,3 +128,19 @@ def test_checker_for_picks_the_language_and_says_what_is_missing(tmp_path):
     with pytest.raises(GroundcodeError, match="Python and TypeScript"):
         checker_for(CodeContext(path=tmp_path / "a.rs", repo=tmp_path, before=""))
     assert callable(checker_for(CodeContext(path=tmp_path / "a.py", repo=tmp_path, before="")))
+
+
+def test_the_ty_checker_finds_what_the_completion_invents_and_not_what_the_file_had(tmp_path):
+    from groundcode.analysis import lsp_servers
+    from groundcode.checkers import ty_checker
+    lsp_servers.install("ty")                         # the pinned checker (a user install)
+    repo = _repo(tmp_path)
+    (repo / "app.py").write_text("LIMIT = 10\nold = missing_before\n\n\ndef run(items):\n    \n")
+    ctx = cursor_context(repo / "app.py", 6, 0, repo)
+    check = ty_checker(repo)
+    text = "    x = len(items, 2)\n    total = totl + x\n    return total.upper_bound\n"
+    found = [(p.offset, p.code) for p in check(ctx, text)]
+    assert found == [(text.index("2)"), "too-many-positional-arguments"),
+                     (text.index("totl"), "unresolved-reference")], found   # `missing_before`: the file's
+    assert check(ctx, "    return LIMIT + len(items)\n") == []
+    assert (repo / "app.py").read_text().startswith("LIMIT = 10\nold = missing_before")

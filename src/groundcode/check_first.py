@@ -1,5 +1,5 @@
 """Check first, constrain what fails (issue 41): a whole body is written freely, judged by a
-checker (the compiler's diagnostics for TypeScript, pylint's for Python: checkers.py), and where a
+checker (the compiler's diagnostics for TypeScript, ty's or pylint's for Python: checkers.py), and where a
 problem falls in the generated text it is written again from the start of the first failing line
 with the monitors on; at most `rounds` writes within `budget_s`. Never worse by the checker's own
 count: a rewrite with more problems than the text it would replace is dropped.
@@ -44,9 +44,11 @@ class Checked:
     problems: list = field(default_factory=list)   # per text judged (a repeated text is not), its problems
     check_s: float = 0.0                     # seconds in the checker
     total_s: float = 0.0
+    checker: str = ""                        # its name ("ty", "pylint", "tsc"), where it has one
 
     def to_json(self) -> dict:
         return {"strategy": self.strategy, "writes": self.writes, "check_s": round(self.check_s, 3),
+                "checker": self.checker,
                 "total_s": round(self.total_s, 3),
                 "problems": [[{"offset": p.offset, "code": p.code, "message": p.message} for p in found]
                              for found in self.problems]}
@@ -79,7 +81,7 @@ def check_first(gen, ctx: CodeContext, sampling: SamplingConfig, checker: Checke
     free = gen.view(monitor=replace(gen.monitor, enabled=False))
     on = gen.view(monitor=replace(gen.monitor, enabled=True))
     g = free.run([ctx], sampling)[0][0]
-    out = Checked(generation=g, strategy="free")
+    out = Checked(generation=g, strategy="free", checker=getattr(checker, "name", ""))
     found = _check(out, checker, ctx, g.completion)
     seen, tried, changed = {g.completion}, set(), False
     while found and out.writes < max(1, rounds):

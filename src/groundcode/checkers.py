@@ -5,12 +5,20 @@
                                   has with its own text in place are not the completion's
     python_checker(repo)          pylint (evaluation/lint.py: syntax, undefined names, members,
                                   imports, calls that do not fit), on the completion's lines
+    ty_checker(repo)              ty, the pinned type checker (`groundcode analyzers install ty`):
+                                  the same kinds (names, members, imports, arguments, syntax) in
+                                  milliseconds, never type errors; errors the file already has do
+                                  not count
 
 Both read the repository and never run it. Each returns `Checker`: (context, completion) ->
 [Problem] with offsets in the completion. `checker_for(ctx)`: the one for the file's language.
 """
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -52,6 +60,7 @@ def typescript_checker(package: Path, tsconfig: str = "tsconfig.json") -> Checke
                 out.append(Problem(at, f"TS{d.code}", d.message))
         return out
 
+    check.name = "tsc"
     return check
 
 
@@ -75,13 +84,74 @@ def python_checker(repo: Path) -> Checker:
                 out.append(Problem(at, sym, msg))
         return out
 
+    check.name = "pylint"
+    return check
+
+
+# ty's rules that name a hallucination (a name, member, module or argument that does not exist,
+# a call that does not fit) or unreadable code; its type errors are left to the compiler's users
+TY_RULES = frozenset({"unresolved-reference", "missing-attribute", "unresolved-attribute", "import-not-found",
+                      "unresolved-import", "missing-argument", "unknown-argument",
+                      "too-many-positional-arguments", "parameter-already-assigned", "invalid-syntax"})
+_TY_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?:error|warning)\[(?P<rule>[\w-]+)\] (?P<msg>.*)$")
+
+
+def ty_checker(repo: Path, python: str | None = None) -> Checker:
+    """ty on a linked copy of the repository with the completion in place (nothing written to
+    the repository; ty reads files, runs nothing): TY_RULES in the completion that the file
+    without it does not have. `python`: the environment ty reads installed packages from (its
+    `--python`; default: groundcode's own)."""
+    from .analysis.lsp_servers import installed
+    from .evaluation.lint import overlay
+    exe = installed("ty")
+    if exe is None:
+        raise GroundcodeError("the ty checker needs ty: run `groundcode analyzers install ty`")
+    repo = Path(repo).resolve()
+    env = python or sys.prefix
+    files: dict = {}
+    baselines: dict = {}
+
+    def run(rel: str, text: str) -> list:
+        with tempfile.TemporaryDirectory(prefix="groundcode-ty-") as tmp:
+            overlay(repo, rel, text, Path(tmp), files)
+            p = subprocess.run([str(exe), "check", "--output-format", "concise", "--python", env,
+                                "--project", tmp, rel], cwd=tmp, capture_output=True, text=True, timeout=120)
+        out = []
+        for line in p.stdout.splitlines():
+            m = _TY_LINE.match(line.strip())
+            if m and m["rule"] in TY_RULES and Path(m["path"]).as_posix() == rel:
+                out.append((int(m["line"]), int(m["col"]), m["rule"], m["msg"]))
+        return out
+
+    def check(ctx: CodeContext, completion: str) -> list:
+        rel = Path(ctx.path).resolve().relative_to(repo).as_posix()
+        if rel not in baselines:
+            own = Path(ctx.path).read_text(encoding="utf-8") if Path(ctx.path).exists() else ""
+            baselines[rel] = Counter((r, msg) for _, _, r, msg in run(rel, own))
+        text = ctx.before + completion + ctx.after
+        base, starts, lo, out = Counter(baselines[rel]), _line_starts(text), len(ctx.before), []
+        for line, col, rule, msg in run(rel, text):
+            if base[(rule, msg)] > 0:
+                base[(rule, msg)] -= 1
+                continue
+            if not 0 < line <= len(starts):
+                continue
+            at = starts[line - 1] + col - 1 - lo
+            if 0 <= at <= len(completion):
+                out.append(Problem(at, rule, msg))
+        return out
+
+    check.name = "ty"
     return check
 
 
 def checker_for(ctx: CodeContext) -> Checker:
-    """pylint for a Python file; for TypeScript the compiler on the nearest tsconfig.json above
+    """ty for a Python file where it is installed, else pylint; for TypeScript the compiler on the nearest tsconfig.json above
     the file inside the repository (the package as its configuration says)."""
     if ctx.path.suffix == ".py":
+        from .analysis.lsp_servers import installed
+        if installed("ty") is not None:
+            return ty_checker(ctx.repo, ctx.python and str(ctx.python) if ctx.trust else None)
         return python_checker(ctx.repo)
     if ctx.path.suffix in (".ts", ".tsx", ".mts", ".cts"):
         repo = Path(ctx.repo).resolve()

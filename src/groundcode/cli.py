@@ -376,8 +376,8 @@ def generate(target: str = typer.Argument(..., metavar="FILE:FUNCTION",
                                                         "model's window)"),
              server: Optional[str] = _SERVER, no_server: bool = _NOSERVER,
              check_first: bool = typer.Option(False, "--check-first", help="write the body freely, check it "
-                                              "whole (pylint for Python; the package's compiler on its "
-                                              "tsconfig.json for TypeScript), and write it again with the "
+                                              "whole (ty if installed, else pylint, for Python; the package's "
+                                              "compiler on its tsconfig.json for TypeScript), and write it again with the "
                                               "monitors on from its first failing line (never worse by the "
                                               "checker's count); default: the monitors on from the start"),
              old_deadline: Optional[float] = _OLD_DEADLINE) -> None:

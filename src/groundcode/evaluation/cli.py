@@ -223,7 +223,7 @@ def run(
                                   help="The call monitor: keyword names and arity fit the callee's signature "
                                        "(MonitorConfig.keywords, on with --monitor)."),
     check_first: bool = typer.Option(False, "--check-first",
-                                     help="Function tasks: write freely, check with pylint, write again from the "
+                                     help="Function tasks: write freely, check (ty where installed, else pylint), write again from the "
                                           "first failing line with the monitors on (greedy, one sample; with --monitor)."),
     reproducible: bool = typer.Option(True, "--reproducible/--speculate",
                                       help="Wait for every analysis (samples independent of timing, load and "

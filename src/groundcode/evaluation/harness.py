@@ -189,6 +189,7 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
                     if isinstance(g, tuple):             # check-first: (Generation, Checked)
                         g, c = g
                         extra = {"strategy": c.strategy, "writes": c.writes, "check_s": round(c.check_s, 3),
+                                 "checker": c.checker,
                                  "total_s": round(c.total_s, 3), "problems": [len(p) for p in c.problems]}
                     samples[i].append({"completion": g.completion, "temperature": temp, "seed": cfg.seed + j,
                                        "tokens": g.tokens, "seconds": g.seconds, "finish_reason": g.finish_reason,
@@ -201,10 +202,11 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
 
 
 def _checked(gen, tasks, ctxs, sc) -> list[list]:
-    """check-first, one task at a time: [(Generation, Checked)] per function task (pylint the
-    checker, its repository read, never run); other kinds are written as `gen` writes them."""
+    """check-first, one task at a time: [(Generation, Checked)] per function task (the checker:
+    ty where it is installed, not the pylint that scores; else pylint; the repository read,
+    never run); other kinds are written as `gen` writes them."""
     from ..check_first import check_first
-    from ..checkers import python_checker
+    from ..checkers import checker_for
     from ..errors import GroundcodeError
     out = []
     for t, c in zip(tasks, ctxs):
@@ -212,7 +214,7 @@ def _checked(gen, tasks, ctxs, sc) -> list[list]:
             out += _generations(gen, [c], sc, 1)
             continue
         try:
-            done = check_first(gen, c, sc, python_checker(Path(t["repo_dir"])), rounds=3, budget_s=120.0)
+            done = check_first(gen, c, sc, checker_for(c), rounds=3, budget_s=120.0)
             out.append([(done.generation, done)])
         except GroundcodeError as exc:
             out.append([str(exc).splitlines()[0] or type(exc).__name__])

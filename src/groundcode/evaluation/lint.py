@@ -62,6 +62,17 @@ def _mirror(repo_dir: Path, dest: Path, files: list[str]) -> None:
         os.symlink(repo_dir / rel, target)
 
 
+def overlay(repo_dir: Path, rel: str, text: str, root: Path, cache: dict | None = None) -> Path:
+    """A copy of the repository under `root` made of links to its .py/.pyi files, with `rel`
+    written as `text` (the repository itself is never written): the path of that file."""
+    files = [f for f in _repo_files(Path(repo_dir), {} if cache is None else cache) if f != rel]
+    _mirror(Path(repo_dir), root, files)
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
 def _repo_files(repo_dir: Path, cache: dict) -> list[str]:
     key = str(repo_dir)
     if key not in cache:
@@ -100,15 +111,10 @@ def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.
     with tempfile.TemporaryDirectory(prefix="groundcode-lint-") as tmp:
         specs = []
         for i, j in enumerate(jobs):
-            root = Path(tmp) / f"j{i}"
-            files = [f for f in _repo_files(Path(j.repo_dir), file_cache) if f != j.path]
-            _mirror(Path(j.repo_dir), root, files)
-            target = root / j.path
-            target.parent.mkdir(parents=True, exist_ok=True)
             text = j.text
             if prune_over_lines and text.count("\n") > prune_over_lines:
                 text = prune(text, j.first_line, j.last_line)
-            target.write_text(text, encoding="utf-8")
+            target = overlay(Path(j.repo_dir), j.path, text, Path(tmp) / f"j{i}", file_cache)
             specs.append({"i": i, "path": str(target), "first": j.first_line, "last": j.last_line})
 
         def one(w: int, share: list[int]) -> None:
