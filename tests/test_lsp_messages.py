@@ -90,6 +90,16 @@ def test_signature_help_read_whole_or_unknown():
                                                       ("c", "either"), ("d", "keyword")]
     sig = signature(_help(T.SignatureInformation("(a, /) -> int", parameters=[T.ParameterInformation("a")])))
     assert sig.params[0].kind == "positional"
+    # TypeScript: `p?:` is optional, `...rest` takes any count; `name(): T` has no parameters,
+    # known only where the caller says so (TypeScript's server shows it for a resolved callee)
+    lab = "slice(start?: number, ...ends: number[]): string"
+    sig = signature(_help(T.SignatureInformation(lab, parameters=[T.ParameterInformation("start?: number"),
+                                                                  T.ParameterInformation("...ends: number[]")])))
+    assert [(p.name, p.required) for p in sig.params] == [("start", False)] and sig.var_positional
+    assert signature(_help(T.SignatureInformation("latestUpdate(): string | undefined"))) is None
+    empty = signature(_help(T.SignatureInformation("latestUpdate(): string | undefined")), empty_known=True)
+    assert empty.name == "latestUpdate" and empty.params == () and not empty.var_positional
+    assert signature(_help(T.SignatureInformation("(...) -> Unknown")), empty_known=True) is None
 
 
 def test_languages_and_settings():

@@ -149,19 +149,26 @@ DUNDERS = frozenset(n for n in dir(type) + dir(object) if n.startswith("__")) | 
     "__slots__", "__version__", "__spec__", "__loader__", "__package__", "__builtins__", "__mro__",
     "__bases__", "__base__", "__subclasses__", "__weakref__", "__class__", "__len__", "__iter__",
     "__enter__", "__exit__", "__call__", "__getitem__", "__setitem__", "__contains__"}
-_PARAM = re.compile(r"^(\*{0,2})([A-Za-z_]\w*)\s*(\??)\s*(?::[^=]*)?(=.*)?$", re.S)
+_PARAM = re.compile(r"^(\*{0,2}|\.\.\.)([A-Za-z_$][\w$]*)\s*(\??)\s*(?::[^=]*)?(=.*)?$", re.S)   # (`...rest`: TypeScript)
 
 
-def signature(res) -> CallSignature | None:
+_EMPTY = re.compile(r"^[^(]*\(\s*\)")
+
+
+def signature(res, empty_known: bool = False) -> CallSignature | None:
     """signatureHelp's answer as what the call accepts: only when there is exactly one signature
     (overloads: unknown) and every parameter label reads as a Python parameter; `/` and a bare
     `*` mark positional-only and keyword-only parameters. None: not known for sure (also a
     signature without parameters: servers answer `() -> Any`, `(...) -> Unknown` or `Unknown`
-    for a name they cannot resolve, which must not forbid every keyword)."""
+    for a name they cannot resolve, which must not forbid every keyword — unless `empty_known`:
+    TypeScript's server shows `latestUpdate(): string` only for a callee it resolved)."""
     if res is None or len(res.signatures or ()) != 1:
         return None
     sig = res.signatures[0]
     label = sig.label
+    if empty_known and not sig.parameters and _EMPTY.match(label):
+        head = re.findall(r"[A-Za-z_$][\w$]*", label.split("(", 1)[0])
+        return CallSignature(head[-1] if head else "call", (), False, False)
     if "(" not in label or not sig.parameters:
         return None          # no parameter list: servers show `() -> Any`, `(...) -> Unknown`
     head = re.findall(r"[A-Za-z_]\w*", label.split("(", 1)[0])
@@ -191,7 +198,9 @@ def signature(res) -> CallSignature | None:
         if m is None:
             return None
         stars, pname, optional, default = m.groups()
-        if stars == "*":
+        if stars == "...":                    # TypeScript's rest parameter: any count more
+            var_pos = True
+        elif stars == "*":
             var_pos, kind = True, "keyword"
         elif stars == "**":
             var_kw = True

@@ -13,7 +13,7 @@ leave nothing allowed is dropped for that step, masking.combine):
     stop_strings  stop before the first of the request's stop strings            (implied)
     repetition    stop a row caught in a loop, one copy kept (repetition.py)     (implied)
     dereference   after `expr.` only members of expr (the MGD monitor)
-    keywords      keyword arguments of calls with a known signature
+    keywords      calls that fit a known signature: keyword names and arity (Python), arity (TypeScript)
     names         names read and modules imported exist (names.py; TypeScript: names_ts.py)
     toolcall      ToolGen's tool token (<COMP>) or zero-shot entropy trigger
 
@@ -130,11 +130,14 @@ def _dereference(s: GuideSpec):
 
 @register("keywords")
 def _keywords(s: GuideSpec):
-    from .keyword_args import KeywordArgMonitor
-    if not s.row_ctx.language.heuristics:       # Python's keyword arguments (its lexer, its calls)
-        return None
     g = s.generator
     m = g.monitor
+    if not s.row_ctx.language.heuristics:       # TypeScript: the arity of calls (call_arity.py)
+        from .call_arity import TYPED, CallArityMonitor
+        if s.row_ctx.path.suffix not in TYPED:
+            return None
+        return CallArityMonitor(g.analyzer_for(s.row_ctx), reproducible=m.reproducible)
+    from .keyword_args import KeywordArgMonitor           # Python's keyword arguments and arity
     return KeywordArgMonitor(g.analyzer_for(s.row_ctx), reproducible=m.reproducible)
 
 

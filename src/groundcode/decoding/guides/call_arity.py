@@ -1,0 +1,229 @@
+"""The arity monitor (TypeScript): inside `f(` whose signature the language server shows whole
+(signatureHelp: one signature, every parameter read), a call takes no more arguments than the
+callee has parameters (a rest parameter takes any number) and does not close while a required
+parameter is unbound (issue 41: TS2554). Python's calls: keyword_args.py.
+
+States (one row):
+    WAIT   free; an accepted token holding a code `(` right after a callee (`obj.f(`, `f(`,
+           `new C(`; never `if (`, `function f(`) asks the analyzer (SignatureQuery). Known →
+           ARGS; unknown (overloads, no parameters, a parameter that does not read) → stay,
+           recorded as failed open. A reproducible monitor waits for the answer; the editor's
+           never waits: an answer that lands while the call is still open starts ARGS then, one
+           that lands after it closed is recorded "late".
+    ARGS   the argument text from the `(` on is scanned with the language's scanner (strings,
+           templates, comments and regular expressions skipped; bracket depth; top-level
+           commas). A token is resampled (`check`) when it would
+             - close the call with fewer arguments than its last required parameter needs (the
+               mask: tokens without `)`), or
+             - begin an argument past the last parameter of a callee without a rest parameter
+               (the mask: blank tokens and those that begin with `)`: a trailing comma may close);
+           and in WAIT a token that opens and closes a call at once (`()`) while its callee
+           requires an argument is resampled without `)` (its signature asked before it is
+           accepted: waited for where reproducible).
+           A spread argument (`...xs`) ends the check (what it binds cannot be told). The `)`
+           that closes the call goes back to WAIT; nested calls are not followed.
+JavaScript files are left alone (their parameters are all optional to the compiler).
+Test: tests/test_call_arity.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...analysis.base import SignatureQuery
+from ...languages.typescript_scan import _scan_code, _State
+from .base import Guide, RowView, TriggerRecord, on_vocab
+
+WAIT, ARGS = "wait", "args"
+_NOT_CALLS = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function", "typeof",
+                        "void", "delete", "await", "yield", "in", "of", "instanceof", "else", "do",
+                        "case", "throw", "super", "import", "export", "constructor", "get", "set",
+                        "async", "static"})
+TYPED = (".ts", ".tsx", ".mts", ".cts")
+
+
+@dataclass(frozen=True)
+class Args:
+    """A call's argument text read so far: `closed` the offset of the `)` that closes it (-1:
+    open), `count` the arguments written (a trailing comma starts none), `spread` a `...x`."""
+    closed: int
+    count: int
+    spread: bool
+
+
+def read_args(text: str) -> Args:
+    """The arguments of a call whose text after the `(` is `text` (partial code)."""
+    st, depth, starts, closed = _State(), [0], [0], [-1]
+
+    def on(k: int, c: str) -> bool:
+        if c in "([{":
+            depth[0] += 1
+        elif c in ")]}":
+            if depth[0] == 0:
+                closed[0] = k
+                return True
+            depth[0] -= 1
+        elif depth[0] == 0:                 # a top-level comma
+            starts.append(k + 1)
+        return False
+    _scan_code(st, text, 0, "()[]{},", on)
+    end = closed[0] if closed[0] >= 0 else len(text)
+    bounds = list(zip(starts, [*(s - 1 for s in starts[1:]), end]))
+    args = [text[a:b].strip() for a, b in bounds]
+    count = len(args) - (not args[-1])      # the last one counts once it is begun
+    return Args(closed[0], count, any(a.startswith("...") for a in args))
+
+
+def _without_close(vocab) -> np.ndarray:
+    return on_vocab(vocab, "_arity_without_close", lambda: np.array(
+        [i for i, s in enumerate(vocab.texts) if ")" not in s], dtype=np.int64))
+
+
+def _blank_or_close(vocab) -> np.ndarray:
+    return on_vocab(vocab, "_arity_blank_or_close", lambda: np.array(
+        [i for i, s in enumerate(vocab.texts) if s and (not s.strip() or s.lstrip().startswith(")"))],
+        dtype=np.int64))
+
+
+class CallArityMonitor(Guide):
+    def __init__(self, analyzer, reproducible: bool = False):
+        from ...analysis.wait import PatientWait
+        self.analyzer = analyzer
+        self.waits = PatientWait() if reproducible else None
+
+    def reset(self, row: RowView) -> None:
+        self.ctx = row.context
+        self._cancelled = row.cancelled
+        self.prefix = self.ctx.lex_prefix
+        self.lexer = self.ctx.language.Lexer(self.prefix)
+        self.off = self.ctx.path.suffix not in TYPED
+        self.state, self.sig, self.record, self.call_start, self.pending = WAIT, None, None, 0, None
+
+    def snapshot(self) -> tuple:
+        return (self.state, self.sig, self.record, self.call_start, self.pending)
+
+    def restore(self, row: RowView, snap: tuple) -> None:
+        self.state, self.sig, self.record, self.call_start, self.pending = snap
+        self.lexer.rewind(len(self.prefix) + len(row.text))
+
+    # -- the call ---------------------------------------------------------------------------
+    def _callee(self, full: str, k: int) -> str:
+        """The callee whose call opens at full[k] == "(" ("" where it is none)."""
+        if self.lexer.state_at(full, k) != "code":
+            return ""
+        callee = self.ctx.language.receiver_before(full, k)
+        if not callee or not (callee[-1].isalnum() or callee[-1] in "_$") or callee in _NOT_CALLS:
+            return ""
+        head = full[: k - len(callee)].rstrip()
+        if head.endswith(("function", "function*")):
+            return ""                       # a declaration
+        return callee
+
+    def _ask(self, callee: str, upto_paren: str):
+        """The signature of `callee` whose `(` ends `upto_paren` (waited for where the monitor
+        is reproducible: a run must not depend on how fast the server answered)."""
+        receiver, _, name = callee.rpartition(".")
+        ticket = self.analyzer.ask(SignatureQuery(self.ctx.splice(upto_paren), receiver, name))
+        if self.waits is not None and ticket.result(0) is None:
+            self.waits.wait([ticket], self.analyzer.deadline(), self._cancelled)
+        return ticket
+
+    def _try_call(self, row: RowView, t: str) -> None:
+        base = len(row.text) - len(t)
+        for j, c in enumerate(t):
+            if c != "(":
+                continue
+            full = self.prefix + row.text[: base + j + 1]
+            callee = self._callee(full, len(full) - 1)
+            if not callee:
+                continue
+            ticket = self._ask(callee, row.text[: base + j + 1])
+            ans = ticket.result(0)
+            if ans is None:
+                self.pending = (ticket, callee, base + j + 1)
+                return
+            self._open(row, ans.signature, callee, base + j + 1, ans.failed)
+            if self.state != WAIT:
+                return
+
+    def _open(self, row: RowView, sig, callee: str, call_start: int, why) -> None:
+        rec = TriggerRecord(receiver=callee + "(", candidates=len(sig.params) if sig else 0, kind="call",
+                            failed_open=sig is None, reason=(why or "unknown") if sig is None else None)
+        row.triggers.append(rec)
+        if sig is None:
+            return
+        self.sig, self.record, self.call_start, self.state = sig, rec, call_start, ARGS
+        self._settle(row)
+
+    def _settle(self, row: RowView) -> None:
+        a = read_args(row.text[self.call_start:])
+        if a.spread:
+            self.record.reason = "spread argument"
+        if a.closed >= 0 or a.spread:
+            self.state = WAIT
+            self.record.chosen = str(a.count)
+
+    # -- the protocol -------------------------------------------------------------------------
+    def _bounds_of(self, sig) -> tuple[int, float]:
+        need = max((i + 1 for i, p in enumerate(sig.params) if p.required), default=0)
+        return need, float("inf") if sig.var_positional else len(sig.params)
+
+    def _opens_short(self, row: RowView, t: str) -> bool:
+        """WAIT: does token `t` open a call and close it at once (`()`) while its callee
+        requires an argument? (Seen only here: the call opens and ends inside the token.)"""
+        j = t.find("(")
+        if j < 0 or ")" not in t[j:] or "\n" in t[:j] or "\r" in t[:j] or self.pending is not None:
+            return False
+        full = self.prefix + row.text + t[: j + 1]
+        callee = self._callee(full, len(full) - 1)
+        a = read_args(t[j + 1:])
+        if not callee or a.closed < 0:
+            return False
+        ans = self._ask(callee, row.text + t[: j + 1]).result(0)
+        if ans is None or ans.signature is None:
+            return False
+        return a.count < self._bounds_of(ans.signature)[0]
+
+    def check(self, row: RowView, token: int) -> np.ndarray | None:
+        if self.off:
+            return None
+        if self.state == WAIT:
+            if self._opens_short(row, row.vocab.texts[token]):
+                ids = _without_close(row.vocab)
+                return ids if len(ids) else None
+            return None
+        a = read_args(row.text[self.call_start:] + row.vocab.texts[token])
+        if a.spread:
+            return None
+        need, most = self._bounds_of(self.sig)
+        if a.count > most:                    # an argument past the last parameter
+            ids = _blank_or_close(row.vocab)
+        elif a.closed >= 0 and a.count < need:   # closes with a required parameter unbound
+            ids = _without_close(row.vocab)
+        else:
+            return None
+        self.record.constrained = True
+        return ids if len(ids) else None
+
+    def advance(self, row: RowView, token: int) -> None:
+        if self.off:
+            return None
+        t = row.vocab.texts[token]
+        if self.state == ARGS:
+            self._settle(row)
+            return None
+        if self.pending is not None:
+            ticket, callee, start = self.pending
+            ans = ticket.result(0)
+            if ans is not None:
+                self.pending = None
+                if read_args(row.text[start:]).closed >= 0:
+                    row.triggers.append(TriggerRecord(receiver=callee + "(", candidates=0, kind="call",
+                                                      failed_open=True, reason="late"))
+                else:
+                    self._open(row, ans.signature, callee, start, ans.failed)
+            return None
+        if "(" in t:
+            self._try_call(row, t)
+        return None

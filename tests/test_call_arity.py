@@ -1,0 +1,91 @@
+"""The arity monitor (TypeScript, decoding/guides/call_arity.py): a call takes no more arguments
+than its callee has parameters and does not close while a required one is unbound, by the
+signature TypeScript's server shows; the argument text read by the language's scanner.
+Fixture: tests/fixtures/tsshop (Registry.register(item: string))."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groundcode.analysis import lsp_servers
+from groundcode.config import MonitorConfig, SamplingConfig
+from groundcode.context import cursor_context
+from groundcode.decoding.guides.call_arity import Args, read_args
+
+REPO = Path(__file__).parent / "fixtures" / "tsshop"
+
+
+@pytest.mark.parametrize("text, want", [
+    ("", Args(-1, 0, False)),
+    ("a, b)", Args(4, 2, False)),
+    ("a, ", Args(-1, 1, False)),
+    ("f(x, y), [1, 2], {a: 1, b: 2}", Args(-1, 3, False)),
+    ("'a,b', `x${f(1, 2)},`)", Args(21, 2, False)),
+    ("a, // c, d\n  b,\n)", Args(16, 2, False)),             # a trailing comma starts none
+    ("/,)/.test(s))", Args(12, 1, False)),                    # a regular expression's `,)`
+    ("...xs)", Args(5, 1, True)),
+])
+def test_read_args_counts_top_level_arguments_in_code_only(text, want):
+    assert read_args(text) == want
+
+
+@pytest.fixture(scope="module")
+def ts():
+    return lsp_servers.install("typescript")
+
+
+def _run(tiny_lm, target, max_new=24, **kw):
+    from scripted import planted, scripted_lm
+    from groundcode.api import Generator
+    ctx = cursor_context(REPO / "src" / "cart.ts", 9, 0, REPO)
+    with Generator(scripted_lm(tiny_lm, planted(target)), MonitorConfig(enabled=True, reproducible=True, **kw)) as gen:
+        return gen.run([ctx], SamplingConfig(max_new_tokens=max_new))[0][0]
+
+
+def _calls(out):
+    return [t for t in out.triggers if t.kind == "call"]
+
+
+def test_a_call_that_fits_is_untouched(ts, tiny_lm):
+    out = _run(tiny_lm, "    this.registry.register(item);\n")
+    assert out.completion.startswith("    this.registry.register(item);"), out.completion
+    (rec,) = _calls(out)
+    assert rec.receiver == "this.registry.register(" and not rec.failed_open and not rec.constrained, rec
+    assert rec.chosen == "1"
+
+
+def test_a_call_does_not_close_while_a_required_parameter_is_unbound(ts, tiny_lm):
+    out = _run(tiny_lm, "    this.registry.register();\n")
+    assert "register()" not in out.completion, out.completion
+    (rec,) = _calls(out)
+    assert rec.constrained and not rec.failed_open, rec
+
+
+def test_no_argument_past_the_last_parameter(ts, tiny_lm):
+    out = _run(tiny_lm, "    this.registry.register(item, 2);\n")
+    assert "register(item, 2" not in out.completion, out.completion
+    assert out.completion.startswith("    this.registry.register(item,"), out.completion
+    (rec,) = _calls(out)
+    assert rec.constrained, rec
+
+
+def test_a_rest_parameter_takes_any_count_and_unknowns_fail_open(ts, tiny_lm):
+    out = _run(tiny_lm, "    const n = Math.max(1, 2, 3, 4) + parseInt(item, 10);\n", max_new=80)
+    assert out.completion.startswith("    const n = Math.max(1, 2, 3, 4) + parseInt(item, 10);"), out.completion
+    assert not [r for r in _calls(out) if r.constrained], _calls(out)
+
+
+def test_off_with_no_keywords(ts, tiny_lm):
+    out = _run(tiny_lm, "    this.registry.register();\n", keywords=False)
+    assert out.completion.startswith("    this.registry.register();"), out.completion
+    assert not _calls(out)
+
+
+def test_a_callee_without_parameters_takes_no_argument(ts, tiny_lm):
+    # TypeScript's server shows `latestUpdate(): string | undefined` only for a callee it
+    # resolved: no parameters is known there (other servers' `() -> Any` is not)
+    out = _run(tiny_lm, "    const u = this.registry.latestUpdate(item);\n")
+    assert "latestUpdate(item" not in out.completion, out.completion
+    (rec,) = _calls(out)
+    assert rec.constrained and rec.candidates == 0, rec
