@@ -1,0 +1,103 @@
+// groundcode for VS Code: starts `groundcode lsp` (the editor's unsaved buffers, inline
+// completions grounded by the analyzer) through vscode-languageclient 11 (LSP 3.18 inline
+// completions), with settings, a status bar item, an output channel and workspace trust.
+// The trust VS Code gives the open folder is the trust the server gives its root: untrusted,
+// nothing the workspace ships runs (its .venv is read as files). docs/EDITORS.md.
+"use strict";
+const vscode = require("vscode");
+const { LanguageClient, State } = require("vscode-languageclient/node");
+
+const LANGUAGES = ["python", "typescript", "typescriptreact", "javascript", "javascriptreact"];
+let client = null;
+let status = null;
+let output = null;
+
+// what the status bar says: starting, ready, or the last suggestion's grounding
+function show(text, tooltip, warn) {
+  status.text = text;
+  status.tooltip = tooltip || "groundcode";
+  status.backgroundColor = warn ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
+  status.show();
+}
+
+// the server attaches `groundcode.grounded` to each inline item; its argument says which names
+// the analyzer confirmed or chose (server/lsp.py)
+function grounding(items) {
+  const list = Array.isArray(items) ? items : (items && items.items) || [];
+  for (const it of list) {
+    const args = it && it.command && it.command.arguments;
+    if (args && args[0] && Array.isArray(args[0].grounded)) return args[0];
+  }
+  return null;
+}
+
+function serverOptions(cfg) {
+  const args = ["lsp", "--model", cfg.get("model"), "--analyzer", cfg.get("analyzer"), ...cfg.get("extraArgs")];
+  return { command: cfg.get("command"), args, options: { env: process.env } };
+}
+
+async function start() {
+  const cfg = vscode.workspace.getConfiguration("groundcode");
+  const trusted = vscode.workspace.isTrusted;
+  const python = trusted ? cfg.get("python") || undefined : undefined;
+  show("$(sync~spin) groundcode", "groundcode: starting the server and loading the model");
+  client = new LanguageClient("groundcode", "groundcode", serverOptions(cfg), {
+    documentSelector: LANGUAGES.map((language) => ({ scheme: "file", language })),
+    outputChannel: output,
+    initializationOptions: { trust: trusted, python },
+    middleware: {
+      provideInlineCompletionItems: async (document, position, context, token, next) => {
+        const items = await next(document, position, context, token);
+        const g = grounding(items);
+        if (g) {
+          const names = g.grounded.map((x) => x.chosen).filter(Boolean);
+          const open = g.grounded.filter((x) => x.failed_open).length;
+          if (names.length) show(`$(check) groundcode: ${names.join(", ")}`, "the analyzer confirmed or chose these names in the last suggestion");
+          else show(open ? "$(warning) groundcode: not grounded" : "$(circle-outline) groundcode",
+                    open ? "the analyzer could not answer in time: the last suggestion is not grounded" : "no member or name to ground in the last suggestion", open > 0);
+        }
+        return items;
+      },
+    },
+  });
+  client.onDidChangeState((e) => {
+    if (e.newState === State.Running) show("$(pass) groundcode", `groundcode: ready (${cfg.get("model")}, ${trusted ? "trusted" : "untrusted"} workspace)`);
+    else if (e.newState === State.Stopped) show("$(error) groundcode", "groundcode: the server stopped (see its log)", true);
+  });
+  try {
+    await client.start();
+  } catch (e) {
+    show("$(error) groundcode", String(e && e.message), true);
+    vscode.window.showErrorMessage(`groundcode: could not start \`${cfg.get("command")} lsp\`: ${e && e.message}. ` +
+      "Set groundcode.command to the absolute path of the groundcode executable.", "Open Settings", "Show Log")
+      .then((pick) => {
+        if (pick === "Open Settings") vscode.commands.executeCommand("workbench.action.openSettings", "groundcode");
+        if (pick === "Show Log") output.show();
+      });
+  }
+}
+
+async function restart() {
+  if (client) {
+    const c = client;
+    client = null;
+    try { await c.stop(); } catch (e) { output.appendLine(`stop: ${e && e.message}`); }
+  }
+  await start();
+}
+
+exports.activate = async (context) => {
+  output = vscode.window.createOutputChannel("groundcode");
+  status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
+  status.command = "groundcode.showLog";
+  context.subscriptions.push(output, status,
+    vscode.commands.registerCommand("groundcode.restart", restart),
+    vscode.commands.registerCommand("groundcode.showLog", () => output.show()),
+    // trust granted later: the server restarts with it (never the other way: trust is not revoked live)
+    vscode.workspace.onDidGrantWorkspaceTrust(restart),
+    vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration("groundcode")) restart(); }));
+  await start();
+};
+
+exports.deactivate = () => (client ? client.stop() : undefined);
+exports._test = { grounding, serverOptions };
