@@ -40,6 +40,20 @@ def test_file_names_leaves_out_members():
     assert "register" not in file_names("x.register(item)")
 
 
+def test_visible_names_leave_out_other_functions_parameters_and_bodies():
+    from groundcode.languages.typescript_scope import visible_names
+    code = ("const top = 1;\nfunction one(p: number) { const mine = 2; return p; }\n"
+            "class K { m(q: string) { let inner = q; return () => { const deep = 1; }; } }\n"
+            "function two(w) { let here = 1;\n  \n}\nfunction after(v) { const later = v; }\n")
+    at = code.index("\n  \n") + 3
+    seen = visible_names(code, at)
+    assert {"top", "one", "K", "two", "w", "here", "after"} <= seen
+    assert not {"mine", "p", "q", "inner", "deep", "later", "v"} & seen
+    # a function the text leaves unfinished at the cursor holds it
+    head = "function outer(a) { const b = 1;\n  "
+    assert {"a", "b"} <= visible_names(head, len(head))
+
+
 @pytest.fixture(scope="module")
 def ts():
     return lsp_servers.install("typescript")
@@ -264,3 +278,20 @@ def test_a_redone_specifier_ends_at_its_quote_never_at_an_escape(ts, tiny_lm, tm
     with Generator(scripted_lm(tiny_lm, rules), MonitorConfig(enabled=True, names=True, reproducible=True)) as gen:
         out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
     assert out.completion.startswith('import { leftpad } from "leftpad"'), out.completion
+
+
+def test_another_functions_local_is_redone(ts, tiny_lm, tmp_path):
+    # `secret` is a local of another function: the file names it, yet it is not in scope here
+    # (it was let through by the file's names, a superset: TS2304 on the held-out recipe)
+    from scripted import planted, scripted_lm
+    from groundcode.api import Generator
+    root = _ts_repo(tmp_path)
+    (root / "src" / "two.ts").write_text("export function keeper(): number {\n  const secret = 41;\n  return secret;\n}\n\n"
+                                         "export function user(item: number): number {\n  \n}\n")
+    ctx = cursor_context(root / "src" / "two.ts", 7, 0, root)
+    with Generator(scripted_lm(tiny_lm, planted("  return secret + item;\n")),
+                   MonitorConfig(enabled=True, names=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=24))[0][0]
+    recs = [t for t in out.triggers if t.kind == "name"]
+    assert recs and recs[0].rolled_back and recs[0].chosen != "secret", (out.completion, recs)
+    assert "secret" not in out.completion, out.completion

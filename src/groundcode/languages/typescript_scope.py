@@ -3,6 +3,7 @@
 
     names = file_names(code)                 # every identifier the file writes outside a member
                                              # access (a superset of what it binds)
+    names = visible_names(code, at)          # ... less other functions' parameters and bodies
     mods = module_uses(code, start, end)     # ModuleUse(spec, at, names, stmt) of each import,
                                              # export-from, require("x") and import("x") whose
                                              # string lies in code[start:end], read whole
@@ -57,6 +58,49 @@ def file_names(code: str) -> frozenset:
     """Every identifier `code` writes that no dot precedes (strings and comments included: a
     superset errs towards letting a name through)."""
     return frozenset(m.group(0) for m in _IDENT.finditer(code))
+
+
+_FUNCTIONS = frozenset({"function_declaration", "generator_function_declaration", "function_expression",
+                        "function", "generator_function", "arrow_function", "method_definition"})
+
+
+@lru_cache(maxsize=32)
+def visible_names(code: str, at: int) -> frozenset:
+    """`file_names` of `code` less what other functions hold: the parameters and bodies of every
+    function that does not hold offset `at` (a closed one before it, any after it) are another
+    scope's, never readable at `at`. Still a superset (strings, comments, members declared in
+    object literals); a function left unfinished at `at` holds it."""
+    data = code.encode("utf-8")
+    cursor = len(code[:at].encode("utf-8"))
+    cut: list = []
+
+    def holds(n) -> bool:
+        if n.start_byte > cursor:
+            return False
+        if n.end_byte >= cursor:
+            return True
+        # ended before `at`: closed there, unless read with an error and left open
+        return n.has_error and not data[n.start_byte:n.end_byte].rstrip().endswith(b"}")
+
+    def walk(n) -> None:
+        if n.type in _FUNCTIONS and not holds(n):
+            for field in ("parameters", "parameter", "body"):
+                c = n.child_by_field_name(field)
+                if c is not None:
+                    cut.append((c.start_byte, c.end_byte))
+            return
+        for c in n.children:
+            walk(c)
+    walk(_parser().parse(data).root_node)
+    if not cut:
+        return file_names(code)
+    out, last = bytearray(), 0
+    for a, b in sorted(cut):
+        if a >= last:
+            out += data[last:a] + b" " * (b - a)
+            last = b
+    out += data[last:]
+    return file_names(out.decode("utf-8", "replace"))
 
 
 @dataclass

@@ -6,7 +6,9 @@ typescript_scope.py, tree-sitter).
 What exists: the language server's names at the cursor (a completion at a name start: locals,
 parameters, the module's names, imports, the lib's and the ambient declarations' globals: asked
 when the row starts, so it is in before the first line ends), every identifier the file writes
-(a superset), the bindings of the generated code, and a few implicit names (`arguments`, ...).
+outside other functions (`visible_names`: a superset, less the parameters and bodies of the
+functions that do not hold the cursor), the bindings of the generated code, and a few implicit
+names (`arguments`, ...).
 Without the server's answer nothing is judged ("no answer": a global the file never names
 cannot be told from an invented one). Judged at each line end: the identifiers of the lines
 written so far whose statements tree-sitter reads whole; one in an unfinished statement waits
@@ -33,7 +35,7 @@ from ...analysis.base import NamesQuery
 from ...context import Splice
 from ...lines import end_position
 from ...languages.typescript_modules import ts_module_index
-from ...languages.typescript_scope import IMPLICIT, file_names, module_uses, read
+from ...languages.typescript_scope import IMPLICIT, module_uses, read, visible_names
 from .base import Rollback, RowView, TriggerRecord
 from .names import NamesMonitor, _token_start
 from .narrowing import SPECIFIER, Narrowing
@@ -144,7 +146,7 @@ class TsNamesMonitor(NamesMonitor):
         if name in IMPLICIT or name in binds or name in self.binds:
             return False
         if self._known is None:
-            self._known = file_names(self.file_code)
+            self._known = visible_names(self.file_code, len(self.ctx.before))
         if name in self._known:
             return False
         names = self._answer_names()
@@ -172,7 +174,7 @@ class TsNamesMonitor(NamesMonitor):
             if name in IMPLICIT or name in binds:
                 continue
             if self._known is None:
-                self._known = file_names(self.file_code)
+                self._known = visible_names(self.file_code, len(self.ctx.before))
             if name in self._known:
                 continue
             if names is None:
