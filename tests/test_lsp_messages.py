@@ -96,10 +96,21 @@ def test_signature_help_read_whole_or_unknown():
     sig = signature(_help(T.SignatureInformation(lab, parameters=[T.ParameterInformation("start?: number"),
                                                                   T.ParameterInformation("...ends: number[]")])))
     assert [(p.name, p.required) for p in sig.params] == [("start", False)] and sig.var_positional
-    assert signature(_help(T.SignatureInformation("latestUpdate(): string | undefined"))) is None
-    empty = signature(_help(T.SignatureInformation("latestUpdate(): string | undefined")), empty_known=True)
-    assert empty.name == "latestUpdate" and empty.params == () and not empty.var_positional
-    assert signature(_help(T.SignatureInformation("(...) -> Unknown")), empty_known=True) is None
+    lab = "parse(value: number | (() => number), fn: (a: string) => void): number"
+    sig = signature(_help(T.SignatureInformation(lab, parameters=[T.ParameterInformation("value: number | (() => number)"),
+                                                                  T.ParameterInformation("fn: (a: string) => void")])))
+    assert [(p.name, p.required) for p in sig.params] == [("value", True), ("fn", True)]   # `=>` is no default
+    # no parameters is unknown for TypeScript too: `isAllOf(...matchers: M)` with M inferred
+    # from no arguments is shown `isAllOf(): …` (the call audit's false blocks)
+    assert signature(_help(T.SignatureInformation("isAllOf(): (action: any) => boolean")), typescript=True) is None
+    lab = "push(cls: typeof A, to: number): void"          # a TypeScript parameter named cls
+    sig = signature(_help(T.SignatureInformation(lab, parameters=[T.ParameterInformation("cls: typeof A"),
+                                                                  T.ParameterInformation("to: number")])), typescript=True)
+    assert [p.name for p in sig.params] == ["cls", "to"]
+    lab = "resolve(value: void | PromiseLike<void>): void"   # `resolve()` of a Promise<void>
+    sig = signature(_help(T.SignatureInformation(lab, parameters=[T.ParameterInformation(
+        "value: void | PromiseLike<void>")])), typescript=True)
+    assert not sig.params[0].required and not sig.required
 
 
 def test_languages_and_settings():

@@ -403,7 +403,7 @@ class LspAnalyzer:
             text_document=T.TextDocumentIdentifier(uri=uri), position=self._position(at),
             context=T.SignatureHelpContext(trigger_kind=T.SignatureHelpTriggerKind.TriggerCharacter,
                                            trigger_character="(", is_retrigger=False)))
-        return signature(res, empty_known=self.server == "typescript")
+        return signature(res, typescript=self.server == "typescript")
 
     @staticmethod
     def _position(at):

@@ -149,26 +149,26 @@ DUNDERS = frozenset(n for n in dir(type) + dir(object) if n.startswith("__")) | 
     "__slots__", "__version__", "__spec__", "__loader__", "__package__", "__builtins__", "__mro__",
     "__bases__", "__base__", "__subclasses__", "__weakref__", "__class__", "__len__", "__iter__",
     "__enter__", "__exit__", "__call__", "__getitem__", "__setitem__", "__contains__"}
-_PARAM = re.compile(r"^(\*{0,2}|\.\.\.)([A-Za-z_$][\w$]*)\s*(\??)\s*(?::[^=]*)?(=.*)?$", re.S)   # (`...rest`: TypeScript)
+_PARAM = re.compile(r"^(\*{0,2}|\.\.\.)([A-Za-z_$][\w$]*)\s*(\??)\s*(?::(?:[^=]|=>)*)?(=(?!>).*)?$", re.S)
+# (`...rest`, `p?:` and `=>` in a type, never a default: TypeScript)
 
 
-_EMPTY = re.compile(r"^[^(]*\(\s*\)")
+_VOID = re.compile(r"(?:^|\|)\s*void\s*(?:\||$)")   # TypeScript: a `void` parameter may be left out
 
 
-def signature(res, empty_known: bool = False) -> CallSignature | None:
+def signature(res, typescript: bool = False) -> CallSignature | None:
     """signatureHelp's answer as what the call accepts: only when there is exactly one signature
     (overloads: unknown) and every parameter label reads as a Python parameter; `/` and a bare
     `*` mark positional-only and keyword-only parameters. None: not known for sure (also a
     signature without parameters: servers answer `() -> Any`, `(...) -> Unknown` or `Unknown`
-    for a name they cannot resolve, which must not forbid every keyword — unless `empty_known`:
-    TypeScript's server shows `latestUpdate(): string` only for a callee it resolved)."""
+    for a name they cannot resolve, which must not forbid every keyword; TypeScript's shows
+    `isAllOf(): …` for a generic rest parameter inferred from no arguments). `typescript`: a
+    first parameter named `self` or `cls` is a parameter, not Python's bound receiver, and one
+    typed `void` (or a union with it: `resolve(value: void | PromiseLike<void>)`) may be left out."""
     if res is None or len(res.signatures or ()) != 1:
         return None
     sig = res.signatures[0]
     label = sig.label
-    if empty_known and not sig.parameters and _EMPTY.match(label):
-        head = re.findall(r"[A-Za-z_$][\w$]*", label.split("(", 1)[0])
-        return CallSignature(head[-1] if head else "call", (), False, False)
     if "(" not in label or not sig.parameters:
         return None          # no parameter list: servers show `() -> Any`, `(...) -> Unknown`
     head = re.findall(r"[A-Za-z_]\w*", label.split("(", 1)[0])
@@ -205,7 +205,8 @@ def signature(res, empty_known: bool = False) -> CallSignature | None:
         elif stars == "**":
             var_kw = True
         else:
-            params.append(ParamSpec(pname, kind, default is None and not optional))
-    if params and params[0].name in ("self", "cls"):
+            void = typescript and _VOID.search(lab.split(":", 1)[1] if ":" in lab else "")
+            params.append(ParamSpec(pname, kind, default is None and not optional and not void))
+    if params and params[0].name in ("self", "cls") and not typescript:
         params = params[1:]
     return CallSignature(name, tuple(params), var_pos, var_kw)

@@ -6,7 +6,8 @@ parameter is unbound (issue 41: TS2554). Python's calls: keyword_args.py.
 States (one row):
     WAIT   free; an accepted token holding a code `(` right after a callee (`obj.f(`, `f(`,
            `new C(`; never `if (`, `function f(`) asks the analyzer (SignatureQuery). Known →
-           ARGS; unknown (overloads, no parameters, a parameter that does not read) → stay,
+           ARGS; unknown (overloads, no parameters — a generic rest parameter inferred from no
+           arguments reads the same —, a parameter that does not read) → stay,
            recorded as failed open. A reproducible monitor waits for the answer; the editor's
            never waits: an answer that lands while the call is still open starts ARGS then, one
            that lands after it closed is recorded "late".
@@ -16,7 +17,10 @@ States (one row):
              - close the call with fewer arguments than its last required parameter needs (the
                mask: tokens without `)`), or
              - begin an argument past the last parameter of a callee without a rest parameter
-               (the mask: blank tokens and those that begin with `)`: a trailing comma may close);
+               (the mask: blank tokens and those that begin with `)`: a trailing comma may close)
+               — once the signature, asked again where that argument begins, still says so (a
+               generic callee's rest parameter is inferred from the arguments written: at the
+               `(` it may show none);
            and in WAIT a token that opens and closes a call at once (`()`) while its callee
            requires an argument is resampled without `)` (its signature asked before it is
            accepted: waited for where reproducible).
@@ -46,10 +50,12 @@ TYPED = (".ts", ".tsx", ".mts", ".cts")
 @dataclass(frozen=True)
 class Args:
     """A call's argument text read so far: `closed` the offset of the `)` that closes it (-1:
-    open), `count` the arguments written (a trailing comma starts none), `spread` a `...x`."""
+    open), `count` the arguments written (a trailing comma starts none), `spread` a `...x`,
+    `last` where the last argument's text begins (after its comma)."""
     closed: int
     count: int
     spread: bool
+    last: int = 0
 
 
 def read_args(text: str) -> Args:
@@ -72,7 +78,7 @@ def read_args(text: str) -> Args:
     bounds = list(zip(starts, [*(s - 1 for s in starts[1:]), end]))
     args = [text[a:b].strip() for a, b in bounds]
     count = len(args) - (not args[-1])      # the last one counts once it is begun
-    return Args(closed[0], count, any(a.startswith("...") for a in args))
+    return Args(closed[0], count, any(a.startswith("...") for a in args), starts[-1])
 
 
 def _without_close(vocab) -> np.ndarray:
@@ -99,12 +105,13 @@ class CallArityMonitor(Guide):
         self.lexer = self.ctx.language.Lexer(self.prefix)
         self.off = self.ctx.path.suffix not in TYPED
         self.state, self.sig, self.record, self.call_start, self.pending = WAIT, None, None, 0, None
+        self.callee, self.widened = "", {}
 
     def snapshot(self) -> tuple:
-        return (self.state, self.sig, self.record, self.call_start, self.pending)
+        return (self.state, self.sig, self.record, self.call_start, self.pending, self.callee)
 
     def restore(self, row: RowView, snap: tuple) -> None:
-        self.state, self.sig, self.record, self.call_start, self.pending = snap
+        self.state, self.sig, self.record, self.call_start, self.pending, self.callee = snap
         self.lexer.rewind(len(self.prefix) + len(row.text))
 
     # -- the call ---------------------------------------------------------------------------
@@ -153,7 +160,7 @@ class CallArityMonitor(Guide):
         row.triggers.append(rec)
         if sig is None:
             return
-        self.sig, self.record, self.call_start, self.state = sig, rec, call_start, ARGS
+        self.sig, self.record, self.call_start, self.state, self.callee = sig, rec, call_start, ARGS, callee
         self._settle(row)
 
     def _settle(self, row: RowView) -> None:
@@ -185,6 +192,19 @@ class CallArityMonitor(Guide):
             return False
         return a.count < self._bounds_of(ans.signature)[0]
 
+    def _still_too_many(self, row: RowView, t: str, a: Args) -> bool:
+        """Asked again where the extra argument begins: a generic callee's signature at the `(`
+        is inferred from no arguments (`f<A extends any[]>(v, ...args: A)` shows `f(v)`); with
+        the arguments written it may take more. Not known in time (the editor): not blocked."""
+        key = (self.call_start, a.count)
+        if key not in self.widened:
+            ans = self._ask(self.callee, (row.text + t)[: self.call_start + a.last]).result(0)
+            self.widened[key] = None if ans is None else ans.signature
+            if ans is not None and ans.signature is not None and a.count <= self._bounds_of(ans.signature)[1]:
+                self.sig = ans.signature
+        sig = self.widened[key]
+        return sig is not None and a.count > self._bounds_of(sig)[1]
+
     def check(self, row: RowView, token: int) -> np.ndarray | None:
         if self.off:
             return None
@@ -197,8 +217,8 @@ class CallArityMonitor(Guide):
         if a.spread:
             return None
         need, most = self._bounds_of(self.sig)
-        if a.count > most:                    # an argument past the last parameter
-            ids = _blank_or_close(row.vocab)
+        if a.count > most and self._still_too_many(row, row.vocab.texts[token], a):
+            ids = _blank_or_close(row.vocab)     # an argument past the last parameter
         elif a.closed >= 0 and a.count < need:   # closes with a required parameter unbound
             ids = _without_close(row.vocab)
         else:
