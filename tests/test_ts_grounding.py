@@ -45,13 +45,18 @@ def test_members_after_a_dot_come_from_typescripts_server(ts, tiny_lm):
         assert out.completion.startswith(trig[0].chosen)
 
 
-def test_python_only_guides_are_not_built_for_typescript(tiny_lm):
+def test_python_only_guides_are_not_built_for_typescript(tiny_lm, tmp_path):
+    # Python's keyword monitor is Python's; a TypeScript file's calls get the arity monitor,
+    # a JavaScript file's neither (the compiler takes its parameters as optional)
     from groundcode.decoding.guides.registry import FACTORIES, GuideSpec
+    (tmp_path / "a.js").write_text("f(1);\n")
     with Generator(tiny_lm, MonitorConfig(enabled=True)) as gen:
         ts_ctx = cursor_context(REPO / "src" / "cart.ts", 9, 25, REPO)
         py_ctx = cursor_context(Path(__file__).parent / "fixtures" / "shop" / "shop" / "cart.py", 1, 0)
-        built = {c.language.name: FACTORIES["keywords"](GuideSpec(gen, c, None, None, ())) for c in (ts_ctx, py_ctx)}
-        assert built["typescript"] is None and type(built["python"]).__name__ == "KeywordArgMonitor"
+        js_ctx = cursor_context(tmp_path / "a.js", 1, 0, tmp_path)
+        built = {c.path.suffix: FACTORIES["keywords"](GuideSpec(gen, c, None, None, ())) for c in (ts_ctx, py_ctx, js_ctx)}
+        assert type(built[".ts"]).__name__ == "CallArityMonitor" and built[".js"] is None
+        assert type(built[".py"]).__name__ == "KeywordArgMonitor"
 
 
 def test_a_typescript_body_ends_at_the_brace_that_closes_it(tiny_lm):
