@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-METRICS = ("success", "dep_coverage", "codebleu", "edit_sim", "bleu4", "nim", "ident_precision")
+LOWER = ("undefined_name", "import_error", "no_member", "call_error")   # hallucinations: lower is better
+METRICS = ("success", "dep_coverage", "codebleu", "edit_sim", "bleu4", "nim", "ident_precision", *LOWER)
 
 
 def per_task(path: Path, config: str, kind: str) -> dict[str, dict[str, float]]:
@@ -64,8 +65,9 @@ def main() -> None:
         lo, hi = bootstrap(d, args.resamples)
         rows.append({"metric": m, "tasks": len(ids), args.a: sum(a[t][m] for t in ids) / len(ids),
                      args.b: sum(b[t][m] for t in ids) / len(ids), "diff": sum(d) / len(d),
-                     "ci95": [lo, hi], "better": sum(x > 1e-12 for x in d),
-                     "worse": sum(x < -1e-12 for x in d), "equal": sum(abs(x) <= 1e-12 for x in d)})
+                     "ci95": [lo, hi], "better": sum((x < -1e-12) if m in LOWER else (x > 1e-12) for x in d),
+                     "worse": sum((x > 1e-12) if m in LOWER else (x < -1e-12) for x in d),
+                     "equal": sum(abs(x) <= 1e-12 for x in d)})
     head = f"| metric | tasks | {args.a} | {args.b} | diff | 95% CI | better / worse / equal |"
     lines = [head, "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
