@@ -352,6 +352,14 @@ def call_signature(job: Job) -> tuple:
                 params.append((p.name, _KINDS[kind], not _has_default(p.to_string())))
             else:
                 return None, f"parameter kind {kind}"
+        if params and params[0][0] in ("self", "cls"):
+            # Jedi left the receiver unbound (a classmethod through its class inside the class
+            # body: pyopenssl's `_EllipticCurve._get_elliptic_curves(lib)` read as (cls, lib));
+            # a classmethod's `cls` is never passed, an unbound `self` cannot be told apart
+            if _decorated(sig, "classmethod") and params[0][0] == "cls":
+                params = params[1:]
+            else:
+                return None, f"unbound {params[0][0]}"
         if len({p[0] for p in params}) != len(params):
             return None, "a parameter named twice"     # Jedi merged two signatures
         if not params and not var_pos and not var_kw:
@@ -359,6 +367,24 @@ def call_signature(job: Job) -> tuple:
                                              # whose default is None
         stars = _declared_stars(sig)
         return sig.name, tuple(params), var_pos or 1 in stars, var_kw or 2 in stars
+
+
+def _decorated(sig, name: str) -> bool:
+    """Is the callee's own `def` decorated `@name`? (False where it cannot be read.)"""
+    try:
+        node = sig._signature.value.tree_node
+    except Exception:                       # a compiled callable, or another Jedi
+        return False
+    if node is None or node.type != "funcdef":
+        return False
+    # the lines above the `def` (partial code in the file can break parso's `decorated` node)
+    lines = node.get_root_node().get_code().splitlines()
+    k = node.start_pos[0] - 2
+    while 0 <= k < len(lines) and lines[k].strip().startswith("@"):
+        if lines[k].strip().lstrip("@").split("(")[0].strip() == name:
+            return True
+        k -= 1
+    return False
 
 
 def _declared_stars(sig) -> set:
