@@ -118,6 +118,17 @@ def test_past_the_positional_parameters_only_keywords(tiny_lm, shop):
     assert "total(items, tax" in out.completion and "total(items, 3" not in out.completion, out.completion
 
 
+def test_no_argument_past_the_last_parameter_of_a_callee_without_keywords_left(tiny_lm, shop):
+    # plain(a, b=(1, 2)) takes two: a third argument, written ` items` (a token that begins
+    # with a blank, which left the mask empty: kerncraft's `self._explode(other, blend)` went
+    # through), may only be nothing more: `)`
+    out = _call(tiny_lm, shop, "    return plain(items, 2, items)\n")
+    assert out.completion.lstrip().startswith("return plain(items, 2,"), out.completion
+    assert "plain(items, 2, items" not in out.completion, out.completion
+    rec = next(t for t in out.triggers if t.receiver == "plain(")
+    assert rec.constrained, rec
+
+
 def test_the_argument_scanner_counts_positional_arguments():
     from groundcode.pycode import ArgScanner
     cases = {"a, b)": (2, [], False), "a, k=1)": (1, ["k"], False), '"s", (1, 2), [3])': (3, [], False),

@@ -17,7 +17,7 @@ States (one row):
              - close the call with fewer arguments than its last required parameter needs (the
                mask: tokens without `)`), or
              - begin an argument past the last parameter of a callee without a rest parameter
-               (the mask: blank tokens and those that begin with `)`: a trailing comma may close)
+               (the mask: tokens that begin, after blanks, with `)`: a trailing comma may close)
                — once the signature, asked again where that argument begins, still says so (a
                generic callee's rest parameter is inferred from the arguments written: at the
                `(` it may show none);
@@ -37,7 +37,8 @@ import numpy as np
 
 from ...analysis.base import SignatureQuery
 from ...languages.typescript_scan import _scan_code, _State
-from .base import Guide, RowView, TriggerRecord, on_vocab
+from .base import Guide, RowView, TriggerRecord
+from .keyword_args import _closing, _without
 
 WAIT, ARGS = "wait", "args"
 _NOT_CALLS = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function", "typeof",
@@ -79,17 +80,6 @@ def read_args(text: str) -> Args:
     args = [text[a:b].strip() for a, b in bounds]
     count = len(args) - (not args[-1])      # the last one counts once it is begun
     return Args(closed[0], count, any(a.startswith("...") for a in args), starts[-1])
-
-
-def _without_close(vocab) -> np.ndarray:
-    return on_vocab(vocab, "_arity_without_close", lambda: np.array(
-        [i for i, s in enumerate(vocab.texts) if ")" not in s], dtype=np.int64))
-
-
-def _blank_or_close(vocab) -> np.ndarray:
-    return on_vocab(vocab, "_arity_blank_or_close", lambda: np.array(
-        [i for i, s in enumerate(vocab.texts) if s and (not s.strip() or s.lstrip().startswith(")"))],
-        dtype=np.int64))
 
 
 class CallArityMonitor(Guide):
@@ -210,7 +200,7 @@ class CallArityMonitor(Guide):
             return None
         if self.state == WAIT:
             if self._opens_short(row, row.vocab.texts[token]):
-                ids = _without_close(row.vocab)
+                ids = _without(row.vocab, ")")
                 return ids if len(ids) else None
             return None
         a = read_args(row.text[self.call_start:] + row.vocab.texts[token])
@@ -218,9 +208,9 @@ class CallArityMonitor(Guide):
             return None
         need, most = self._bounds_of(self.sig)
         if a.count > most and self._still_too_many(row, row.vocab.texts[token], a):
-            ids = _blank_or_close(row.vocab)     # an argument past the last parameter
+            ids = _closing(row.vocab)     # an argument past the last parameter
         elif a.closed >= 0 and a.count < need:   # closes with a required parameter unbound
-            ids = _without_close(row.vocab)
+            ids = _without(row.vocab, ")")
         else:
             return None
         self.record.constrained = True

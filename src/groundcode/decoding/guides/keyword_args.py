@@ -76,6 +76,14 @@ def _starting(vocab, ch: str, every: bool = False) -> np.ndarray:
 _KW_EQ = re.compile(r"[ \t]*=(?!=)")
 
 
+def _closing(vocab) -> np.ndarray:
+    """Ids of the tokens that begin, after blanks, with `)`: what may come where no further
+    argument may begin (a trailing comma may still close the call; a blank alone is not
+    offered: a model held there writes blanks until its length limit). Cached."""
+    return on_vocab(vocab, "_kw_closing", lambda: np.array(
+        [i for i, s in enumerate(vocab.texts) if s.lstrip().startswith(")")], dtype=np.int64))
+
+
 def _without(vocab, ch: str) -> np.ndarray:
     """Ids of the tokens whose text does not hold `ch`, cached on the vocab."""
     cache = on_vocab(vocab, "_kw_without", dict)
@@ -373,7 +381,9 @@ class KeywordArgMonitor(Guide):
             return None
         self.record.constrained = True
         allowed = row.vocab.allowed_in(cs, "", head) if cs is not None else np.zeros(0, dtype=np.int64)
-        if not head and not self._missing():
+        if kw and not self._missing():    # no further positional argument: a keyword, or the end
+            allowed = np.union1d(allowed, _closing(row.vocab))   # (it was: nothing when the
+        elif not head and not self._missing():                          # token began with a blank)
             allowed = np.union1d(allowed, _starting(row.vocab, ")"))
         return allowed if len(allowed) else None
 
