@@ -118,7 +118,7 @@ def generate(gen, tasks: list[dict], arm: str, samples: Path, max_new: dict, pro
                         checkers[t["repo_dir"]] = typescript_checker(Path(t["repo_dir"]), "tsconfig.recipe.json")
                     c = check_first(view, ctx, s, checkers[t["repo_dir"]], rounds=3, budget_s=120.0)
                     g = c.generation
-                    extra = {"strategy": c.strategy, "writes": c.writes, "check_s": round(c.check_s, 3),
+                    extra = {"strategy": c.strategy, "writes": c.writes, "check_s": round(c.check_s, 3), "free_s": round(c.free_s, 3),
                              "problems": [len(p) for p in c.problems]}
                 elif checked:
                     raise ValueError("check-first writes whole bodies: function tasks only")

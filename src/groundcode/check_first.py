@@ -45,10 +45,12 @@ class Checked:
     check_s: float = 0.0                     # seconds in the checker
     total_s: float = 0.0
     checker: str = ""                        # its name ("ty", "pylint", "tsc"), where it has one
+    free_s: float = 0.0                      # seconds of the free write (what check-first adds:
+                                             # total_s - free_s)
 
     def to_json(self) -> dict:
         return {"strategy": self.strategy, "writes": self.writes, "check_s": round(self.check_s, 3),
-                "checker": self.checker,
+                "checker": self.checker, "free_s": round(self.free_s, 3),
                 "total_s": round(self.total_s, 3),
                 "problems": [[{"offset": p.offset, "code": p.code, "message": p.message} for p in found]
                              for found in self.problems]}
@@ -81,7 +83,8 @@ def check_first(gen, ctx: CodeContext, sampling: SamplingConfig, checker: Checke
     free = gen.view(monitor=replace(gen.monitor, enabled=False))
     on = gen.view(monitor=replace(gen.monitor, enabled=True))
     g = free.run([ctx], sampling)[0][0]
-    out = Checked(generation=g, strategy="free", checker=getattr(checker, "name", ""))
+    out = Checked(generation=g, strategy="free", checker=getattr(checker, "name", ""),
+                  free_s=time.perf_counter() - t0)
     found = _check(out, checker, ctx, g.completion)
     seen, tried, changed = {g.completion}, set(), False
     while found and out.writes < max(1, rounds):

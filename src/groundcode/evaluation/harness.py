@@ -189,7 +189,7 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
                     if isinstance(g, tuple):             # check-first: (Generation, Checked)
                         g, c = g
                         extra = {"strategy": c.strategy, "writes": c.writes, "check_s": round(c.check_s, 3),
-                                 "checker": c.checker,
+                                 "checker": c.checker, "free_s": round(c.free_s, 3),
                                  "total_s": round(c.total_s, 3), "problems": [len(p) for p in c.problems]}
                     samples[i].append({"completion": g.completion, "temperature": temp, "seed": cfg.seed + j,
                                        "tokens": g.tokens, "seconds": g.seconds, "finish_reason": g.finish_reason,
