@@ -91,3 +91,21 @@ def test_a_signature_without_parameters_fails_open(ts, tiny_lm):
     assert out.completion.startswith("    const u = this.registry.latestUpdate(item);"), out.completion
     (rec,) = _calls(out)
     assert rec.failed_open and not rec.constrained, rec
+
+
+def test_a_call_the_prompt_opens_is_counted_from_the_first_token(ts, tiny_lm, tmp_path):
+    import shutil
+    from scripted import planted, scripted_lm
+    from groundcode.api import Generator
+    root = tmp_path / "tsshop"
+    shutil.copytree(REPO, root)
+    cart = root / "src" / "cart.ts"
+    text = cart.read_text().replace("    this.registry.register(item);", "    this.registry.register(")
+    cart.write_text(text)
+    line = next(i for i, ln in enumerate(text.split("\n"), 1) if ln.endswith("register("))
+    ctx = cursor_context(cart, line, len("    this.registry.register("), root)
+    with Generator(scripted_lm(tiny_lm, planted(");\n")), MonitorConfig(enabled=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=12))[0][0]
+    (rec,) = _calls(out)
+    assert rec.receiver == "this.registry.register(" and rec.constrained, rec
+    assert not out.completion.startswith(")"), out.completion

@@ -138,3 +138,18 @@ def test_the_argument_scanner_counts_positional_arguments():
         s = ArgScanner().feed(text)
         assert s.closed and (s.positional, s.used, s.unpacked) == want, text
     assert ArgScanner().feed("a, b").positional == 1          # the open one counts once closed
+
+
+def test_a_call_the_prompt_opens_is_checked_from_the_first_token(tiny_lm, shop):
+    # the editor's cursor right after `plain(` (the call tasks): the row's first token is an
+    # argument of that call (it was never checked: only a `(` the row wrote opened a call)
+    from scripted import planted, scripted_lm
+    text = CODE + "\n\ndef run(items):\n    return plain(\n"
+    (shop / "shop.py").write_text(text)
+    lines = text.split("\n")
+    ctx = cursor_context(shop / "shop.py", len(lines) - 1, len(lines[-2]), shop)
+    with Generator(scripted_lm(tiny_lm, planted(")\n")), MonitorConfig(enabled=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=12))[0][0]
+    rec = next((t for t in out.triggers if t.receiver == "plain("), None)
+    assert rec is not None and rec.constrained, (out.completion, out.triggers)
+    assert not out.completion.startswith(")"), out.completion

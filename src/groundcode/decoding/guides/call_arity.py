@@ -96,6 +96,15 @@ class CallArityMonitor(Guide):
         self.off = self.ctx.path.suffix not in TYPED
         self.state, self.sig, self.record, self.call_start, self.pending = WAIT, None, None, 0, None
         self.callee, self.widened = "", {}
+        if not self.off and self.prefix.endswith("("):   # the cursor right after `f(`: the row's call
+            callee = self._callee(self.prefix, len(self.prefix) - 1)
+            if callee:
+                ticket = self._ask(callee, "")
+                ans = ticket.result(0)
+                if ans is None:
+                    self.pending = (ticket, callee, 0)
+                else:
+                    self._open(row, ans.signature, callee, 0, ans.failed)
 
     def snapshot(self) -> tuple:
         return (self.state, self.sig, self.record, self.call_start, self.pending, self.callee)

@@ -120,6 +120,25 @@ class KeywordArgMonitor(Guide):
         self.typed = ""
         self.need = ""
         self.pending = None          # (ticket, callee, call_start): a signature still running
+        self._open_at_cursor(row)
+
+    def _open_at_cursor(self, row: RowView) -> None:
+        """The prompt ends with a call's `(` (the editor's cursor right after `f(`, the call
+        tasks): that call is the row's from its first token (it was never checked: only a `(`
+        the row writes opened one)."""
+        full = self.prefix
+        k = len(full) - 1
+        if k < 0 or full[k] != "(":
+            return
+        callee = receiver_before(full, k)
+        if not callee or not (callee[-1].isalnum() or callee[-1] == "_") or not self._paren_is_code(full, k):
+            return
+        ticket = self._ask(callee, "")
+        ans = ticket.result(0)
+        if ans is None:
+            self.pending = (ticket, callee, 0)
+        else:
+            self._open_call(row, ans.signature, callee, 0)
 
     # -- checkpoints (the engine's) ----------------------------------------------------------
     def snapshot(self) -> tuple:
