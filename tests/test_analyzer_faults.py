@@ -149,8 +149,10 @@ def test_health_tells_the_truth_while_a_server_hangs_and_grounding_resumes_over_
                                                                                    tiny_model_dir):
     """`groundcode serve`'s service with the fake server as the workspace's analyzer, hung in its
     first answer: the request is answered (its trigger fails open), /health says the analysis is
-    degraded and why, and within 2 H a request's trigger is constrained to Cart's members again
-    and /health says ok."""
+    degraded and why, and then (the hung server restarted after H) a request's trigger is
+    constrained to Cart's members again and /health says ok. The bound on that is loose (10 H):
+    on a loaded machine the restarted server's start-up is slow, and without the restart
+    grounding never comes back at all."""
     import shutil
 
     from fastapi.testclient import TestClient
@@ -189,7 +191,7 @@ def test_health_tells_the_truth_while_a_server_hangs_and_grounding_resumes_over_
         assert health["status"] == "ok"                         # the server serves ...
         assert health["analysis"]["degraded"][0]["name"] == "fake" and health["analysis"]["degraded"][0]["reason"]
         while True:
-            assert time.monotonic() - t0 < 2 * H, "grounding did not resume within 2x the hang bound"
+            assert time.monotonic() - t0 < 10 * H, "grounding did not resume after the hung server's restart"
             body["text"] += " "                                # a new question each time (no cache)
             d = c.post("/v1/code/completions", json=body).json()
             first = d["triggers"][0]

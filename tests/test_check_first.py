@@ -115,6 +115,11 @@ def test_the_typescript_checker_finds_a_missing_member_in_the_completion_only(tm
     found = check(ctx, bad)
     assert [(p.offset, p.code) for p in found] == [(bad.index("sizes"), "TS2551")], found
     assert check(ctx, good) == []
+    # a body that leaves a brace open breaks the file past its end: the error counts, at its end
+    cut = "if (this.registry.size > 0) {\n    return this.registry.size;"
+    found = check(ctx, cut)
+    assert found and all(p.offset == len(cut) for p in found), found
+    assert "TS1005" in {p.code for p in found}, found
     assert (pkg / "src" / "cart.ts").read_text() == text
 
 

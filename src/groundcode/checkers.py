@@ -2,7 +2,9 @@
 
     typescript_checker(package)   the package's compiler (`tsc --noEmit`, its tsconfig, in the
                                   sandbox: evaluation/tsc_judge.py); errors the package already
-                                  has with its own text in place are not the completion's
+                                  has with its own text in place are not the completion's, every
+                                  other one is (one past the body, e.g. a brace left open, counts
+                                  at the body's end)
     python_checker(repo)          pylint (evaluation/lint.py: syntax, undefined names, members,
                                   imports, calls that do not fit), on the completion's lines
     ty_checker(repo)              ty, the pinned type checker (`groundcode analyzers install ty`):
@@ -33,6 +35,13 @@ def _line_starts(text: str) -> list[int]:
     return out
 
 
+def _placed(at: int, completion: str) -> int:
+    """A new error's offset in the completion: one before it counts at its start, one after it
+    (a brace the completion left open, a name it broke below) at its end: every error the file
+    did not have is the completion's, wherever the checker reports it."""
+    return min(max(at, 0), len(completion))
+
+
 def typescript_checker(package: Path, tsconfig: str = "tsconfig.json") -> Checker:
     from .evaluation.tsc_judge import judge
     package = Path(package).resolve()
@@ -54,10 +63,10 @@ def typescript_checker(package: Path, tsconfig: str = "tsconfig.json") -> Checke
                 base[key] -= 1
                 continue
             if d.path != rel or not 0 < d.line <= len(starts):
-                continue
-            at = starts[d.line - 1] + max(0, d.col - 1) - lo
-            if 0 <= at <= len(completion):
-                out.append(Problem(at, f"TS{d.code}", d.message))
+                at = len(completion)                  # another file, or past the end
+            else:
+                at = starts[d.line - 1] + max(0, d.col - 1) - lo
+            out.append(Problem(_placed(at, completion), f"TS{d.code}", d.message))
         return out
 
     check.name = "tsc"
@@ -134,11 +143,8 @@ def ty_checker(repo: Path, python: str | None = None) -> Checker:
             if base[(rule, msg)] > 0:
                 base[(rule, msg)] -= 1
                 continue
-            if not 0 < line <= len(starts):
-                continue
-            at = starts[line - 1] + col - 1 - lo
-            if 0 <= at <= len(completion):
-                out.append(Problem(at, rule, msg))
+            at = starts[line - 1] + col - 1 - lo if 0 < line <= len(starts) else len(completion)
+            out.append(Problem(_placed(at, completion), rule, msg))
         return out
 
     check.name = "ty"

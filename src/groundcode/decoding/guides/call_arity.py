@@ -35,10 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...analysis.base import SignatureQuery
 from ...languages.typescript_scan import _scan_code, _State
 from .base import Guide, RowView, TriggerRecord
-from .keyword_args import _closing, _without
+from .keyword_args import _closing, _without, ask_signature
 
 WAIT, ARGS = "wait", "args"
 _NOT_CALLS = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function", "typeof",
@@ -97,14 +96,7 @@ class CallArityMonitor(Guide):
         self.state, self.sig, self.record, self.call_start, self.pending = WAIT, None, None, 0, None
         self.callee, self.widened = "", {}
         if not self.off and self.prefix.endswith("("):   # the cursor right after `f(`: the row's call
-            callee = self._callee(self.prefix, len(self.prefix) - 1)
-            if callee:
-                ticket = self._ask(callee, "")
-                ans = ticket.result(0)
-                if ans is None:
-                    self.pending = (ticket, callee, 0)
-                else:
-                    self._open(row, ans.signature, callee, 0, ans.failed)
+            self._call_at(row, 0)
 
     def snapshot(self) -> tuple:
         return (self.state, self.sig, self.record, self.call_start, self.pending, self.callee)
@@ -126,32 +118,27 @@ class CallArityMonitor(Guide):
             return ""                       # a declaration
         return callee
 
-    def _ask(self, callee: str, upto_paren: str):
-        """The signature of `callee` whose `(` ends `upto_paren` (waited for where the monitor
-        is reproducible: a run must not depend on how fast the server answered)."""
-        receiver, _, name = callee.rpartition(".")
-        ticket = self.analyzer.ask(SignatureQuery(self.ctx.splice(upto_paren), receiver, name))
-        if self.waits is not None and ticket.result(0) is None:
-            self.waits.wait([ticket], self.analyzer.deadline(), self._cancelled)
-        return ticket
-
     def _try_call(self, row: RowView, t: str) -> None:
         base = len(row.text) - len(t)
         for j, c in enumerate(t):
-            if c != "(":
-                continue
-            full = self.prefix + row.text[: base + j + 1]
-            callee = self._callee(full, len(full) - 1)
-            if not callee:
-                continue
-            ticket = self._ask(callee, row.text[: base + j + 1])
-            ans = ticket.result(0)
-            if ans is None:
-                self.pending = (ticket, callee, base + j + 1)
-                return
-            self._open(row, ans.signature, callee, base + j + 1, ans.failed)
-            if self.state != WAIT:
-                return
+            if c == "(":
+                self._call_at(row, base + j + 1)
+                if self.pending or self.state != WAIT:
+                    return
+
+    def _call_at(self, row: RowView, upto: int) -> None:
+        """The `(` that ends row.text[:upto] (the prompt's own where upto == 0): its callee's
+        signature asked, the call opened or left pending; nothing where it is no call."""
+        full = self.prefix + row.text[:upto]
+        callee = self._callee(full, len(full) - 1)
+        if not callee:
+            return
+        ticket = ask_signature(self, callee, row.text[:upto])
+        ans = ticket.result(0)
+        if ans is None:
+            self.pending = (ticket, callee, upto)
+        else:
+            self._open(row, ans.signature, callee, upto, ans.failed)
 
     def _open(self, row: RowView, sig, callee: str, call_start: int, why) -> None:
         rec = TriggerRecord(receiver=callee + "(", candidates=len(sig.params) if sig else 0, kind="call",
@@ -186,7 +173,7 @@ class CallArityMonitor(Guide):
         a = read_args(t[j + 1:])
         if not callee or a.closed < 0:
             return False
-        ans = self._ask(callee, row.text + t[: j + 1]).result(0)
+        ans = ask_signature(self, callee, row.text + t[: j + 1]).result(0)
         if ans is None or ans.signature is None:
             return False
         return a.count < self._bounds_of(ans.signature)[0]
@@ -197,7 +184,7 @@ class CallArityMonitor(Guide):
         the arguments written it may take more. Not known in time (the editor): not blocked."""
         key = (self.call_start, a.count)
         if key not in self.widened:
-            ans = self._ask(self.callee, (row.text + t)[: self.call_start + a.last]).result(0)
+            ans = ask_signature(self, self.callee, (row.text + t)[: self.call_start + a.last]).result(0)
             self.widened[key] = None if ans is None else ans.signature
             if ans is not None and ans.signature is not None and a.count <= self._bounds_of(ans.signature)[1]:
                 self.sig = ans.signature

@@ -93,6 +93,18 @@ def _without(vocab, ch: str) -> np.ndarray:
     return ids
 
 
+
+def ask_signature(monitor, callee: str, upto_paren: str):
+    """The ticket for the signature of `callee` whose `(` ends `upto_paren` in `monitor`'s row
+    (this module's and call_arity's monitors: their analyzer, context, waits and cancel flag);
+    waited for where the monitor is reproducible: a run must not depend on how fast the
+    analyzer answered."""
+    receiver, _, name = callee.rpartition(".")
+    ticket = monitor.analyzer.ask(SignatureQuery(monitor.ctx.splice(upto_paren), receiver, name))
+    if monitor.waits is not None and ticket.result(0) is None:
+        monitor.waits.wait([ticket], monitor.analyzer.deadline(), monitor._cancelled)
+    return ticket
+
 class KeywordArgMonitor(Guide):
     def __init__(self, analyzer, rollback: bool = True, arity: bool = True, reproducible: bool = False):
         from ...analysis.wait import PatientWait
@@ -126,19 +138,8 @@ class KeywordArgMonitor(Guide):
         """The prompt ends with a call's `(` (the editor's cursor right after `f(`, the call
         tasks): that call is the row's from its first token (it was never checked: only a `(`
         the row writes opened one)."""
-        full = self.prefix
-        k = len(full) - 1
-        if k < 0 or full[k] != "(":
-            return
-        callee = receiver_before(full, k)
-        if not callee or not (callee[-1].isalnum() or callee[-1] == "_") or not self._paren_is_code(full, k):
-            return
-        ticket = self._ask(callee, "")
-        ans = ticket.result(0)
-        if ans is None:
-            self.pending = (ticket, callee, 0)
-        else:
-            self._open_call(row, ans.signature, callee, 0)
+        if self.prefix.endswith("("):
+            self._call_at(row, 0)
 
     # -- checkpoints (the engine's) ----------------------------------------------------------
     def snapshot(self) -> tuple:
@@ -181,35 +182,27 @@ class KeywordArgMonitor(Guide):
 
     def _try_call(self, row: RowView, t: str) -> None:
         """WAIT: does the accepted token `t` (ending row.text) open a call with a known signature?"""
-        text = row.text
-        base = len(text) - len(t)
+        base = len(row.text) - len(t)
         for j, c in enumerate(t):
-            if c != "(":
-                continue
-            full = self.prefix + text[: base + j + 1]
-            k = len(full) - 1
-            callee = receiver_before(full, k)
-            if not callee or not (callee[-1].isalnum() or callee[-1] == "_"):
-                continue
-            if not self._paren_is_code(full, k):
-                continue
-            ticket = self._ask(callee, text[: base + j + 1])
-            ans = ticket.result(0)
-            if ans is None:          # running: decode on, poll with every token
-                self.pending = (ticket, callee, base + j + 1)
-                return
-            self._open_call(row, ans.signature, callee, base + j + 1)   # (as before: no rollback
-            if self.state != WAIT:                                       #  into the `(` token)
-                return
+            if c == "(":
+                self._call_at(row, base + j + 1)
+                if self.pending or self.state != WAIT:   # running (decode on, poll with every
+                    return                                # token), or open (no rollback into it)
 
-    def _ask(self, callee: str, upto_paren: str):
-        """The signature of `callee` whose `(` ends `upto_paren` (waited for where the monitor
-        is reproducible: a run must not depend on how fast the analyzer answered)."""
-        receiver, _, name = callee.rpartition(".")
-        ticket = self.analyzer.ask(SignatureQuery(self.ctx.splice(upto_paren), receiver, name))
-        if self.waits is not None and ticket.result(0) is None:
-            self.waits.wait([ticket], self.analyzer.deadline(), self._cancelled)
-        return ticket
+    def _call_at(self, row: RowView, upto: int) -> None:
+        """The `(` that ends row.text[:upto] (the prompt's own where upto == 0): a call of a
+        callee whose signature is asked; nothing where it is no call."""
+        full = self.prefix + row.text[:upto]
+        k = len(full) - 1
+        callee = receiver_before(full, k)
+        if not callee or not (callee[-1].isalnum() or callee[-1] == "_") or not self._paren_is_code(full, k):
+            return
+        ticket = ask_signature(self, callee, row.text[:upto])
+        ans = ticket.result(0)
+        if ans is None:
+            self.pending = (ticket, callee, upto)
+        else:
+            self._open_call(row, ans.signature, callee, upto)
 
     def _opens_short(self, row: RowView, t: str) -> bool:
         """WAIT: does token `t` open a call and close it at once (`()`) while its callee
@@ -233,7 +226,7 @@ class KeywordArgMonitor(Guide):
                 break
         if not closed:
             return False
-        ans = self._ask(callee, row.text + t[: j + 1]).result(0)
+        ans = ask_signature(self, callee, row.text + t[: j + 1]).result(0)
         sig = ans.signature if ans is not None else None
         if sig is None or sig.var_keyword and not sig.required:
             return False
