@@ -1,6 +1,6 @@
 """The dtype `groundcode serve` and `groundcode lsp` load without --dtype (models/load.py's
-serving_dtype): bfloat16 on a CPU with native bfloat16, the loader's default elsewhere, an
-explicit --dtype always; and that both servers actually pass it to the Generator."""
+serving_dtype): int8 weights (bfloat16 activations) on a CPU with native bfloat16, the loader's
+default elsewhere, an explicit --dtype always; and that both servers actually pass it to the Generator."""
 from __future__ import annotations
 
 import pytest
@@ -18,11 +18,16 @@ def test_cpu_flags_are_read():
     assert not load.cpu_has_bf16(OLD) and not load.cpu_has_bf16("")
 
 
-def test_default_is_bfloat16_on_a_bf16_cpu_and_float32_elsewhere(monkeypatch):
+def test_default_is_int8_on_a_bf16_cpu_and_float32_elsewhere(monkeypatch):
     import torch
+    from groundcode.models import quantize
     monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: True)
+    assert load.serving_dtype(None, "cpu") == "int8"
+    assert load.serving_dtype("auto", "cpu") == "int8"
+    assert load.serving_dtype("bfloat16", "cpu") == "bfloat16"
+    monkeypatch.setattr(quantize, "available", lambda: False)     # a torch without the kernel
     assert load.serving_dtype(None, "cpu") == "bfloat16"
-    assert load.serving_dtype("auto", "cpu") == "bfloat16"
+    monkeypatch.setattr(quantize, "available", lambda: True)
     assert load.serving_dtype("float32", "cpu") == "float32"      # explicit wins
     monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: False)
     assert load.serving_dtype(None, "cpu") is None                 # the loader's default:
@@ -30,13 +35,13 @@ def test_default_is_bfloat16_on_a_bf16_cpu_and_float32_elsewhere(monkeypatch):
     assert load.serving_dtype("bfloat16", "cpu") == "bfloat16"
 
 
-def test_bfloat16_default_loads_and_generates(monkeypatch):
+def test_the_default_loads_and_generates(monkeypatch):
     from groundcode.api import Generator
     from groundcode.config import SamplingConfig
     from groundcode.session import Request
     monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: True)
     with Generator("tiny", device="cpu", dtype=load.serving_dtype(None, "cpu")) as gen:
-        assert gen.lm.dtype == "bfloat16"
+        assert gen.lm.dtype == "int8"
         g = gen.session.submit(Request(prompt_text="def add(a, b):\n    return",
                                        sampling=SamplingConfig(max_new_tokens=4))).result(timeout=120)[0]
         assert g.tokens >= 1 and g.finish_reason != "error"
@@ -64,7 +69,7 @@ def test_serve_passes_the_default(monkeypatch, tmp_path):
     seen = _capture(monkeypatch)
     with pytest.raises(_Seen):
         Service(ServeOptions(workspaces=[tmp_path], model="tiny", device="cpu"))
-    assert seen["dtype"] == "bfloat16"
+    assert seen["dtype"] == "int8"
     with pytest.raises(_Seen):
         Service(ServeOptions(workspaces=[tmp_path], model="tiny", device="cpu", dtype="float32"))
     assert seen["dtype"] == "float32"
@@ -77,4 +82,4 @@ def test_lsp_passes_the_default(monkeypatch, tmp_path):
     completer, _ = _prepare("tiny", [tmp_path], "cpu", None, 16, "auto", 0.0, 5.0, None, False)
     with pytest.raises(GroundcodeError):        # the fake Generator "failed" after recording
         completer.generator(timeout=30)
-    assert seen["dtype"] == "bfloat16"
+    assert seen["dtype"] == "int8"

@@ -208,7 +208,7 @@ def run(
     fim: str = typer.Option("auto", help="Fill-in-the-middle: auto (cursor tasks) | on | off."),
     heal: bool = typer.Option(True, "--heal/--no-heal", help="Token healing of the prompt's trailing whitespace."),
     max_prompt_tokens: int = typer.Option(0, help="Cap prompts below the model's window (0: the window)."),
-    dtype: Optional[str] = typer.Option(None, help="Weights' dtype: float32 | bfloat16 | float16 "
+    dtype: Optional[str] = typer.Option(None, help="Weights' dtype: float32 | bfloat16 | float16 | int8 (CPU) "
                                                    "(default: the loader's, float32 on CPU)."),
     declarations: bool = typer.Option(False, "--declarations/--no-declarations",
                                       help="Prepend the IDE's declarations at the cursor (enclosing class, repository classes it uses)."),

@@ -112,12 +112,17 @@ def check_model_dir(name: str) -> None:
 
 
 def pick_dtype(dtype: str | None, device: str) -> "object":
+    """The torch dtype the weights load in (a quantized scheme: its activations' dtype, then
+    the linear layers are quantized from those weights)."""
     import torch
+    from .quantize import is_quantized
+    if is_quantized(dtype):                 # the activations' dtype; the linear layers become int8
+        return torch.bfloat16 if device.startswith("cpu") and cpu_has_bf16() else torch.float32
     table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
              "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
     if dtype and dtype != "auto":
         if dtype not in table:
-            raise GroundcodeError(f"unknown dtype {dtype!r}; use one of {sorted(table)}")
+            raise GroundcodeError(f"unknown dtype {dtype!r}; use one of {sorted(table) + ['int8']}")
         return table[dtype]
     # CPU kernels for bf16 matmuls are slow on many CPUs; float32 is the safe default there.
     return torch.bfloat16 if device.startswith("cuda") else torch.float32
@@ -140,15 +145,18 @@ def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
 
 
 def serving_dtype(dtype: str | None, device: str | None) -> str | None:
-    """The dtype `groundcode serve` and `groundcode lsp` load when `--dtype` is not given:
-    bfloat16 on a CPU with native bfloat16 (cpu_has_bf16), where it prefills a 1,024-token prompt
-    ~2.6x faster than float32, decodes faster and holds up better on busy cores, with the same
-    bits per character (benchmarks/results/cpu_dtype.json); otherwise the loader's default
-    (pick_dtype: bfloat16 on CUDA, float32 on other CPUs). A dtype given explicitly wins."""
+    """The dtype `groundcode serve`, `groundcode lsp` and `groundcode complete` load when `--dtype`
+    is not given: on a CPU with native bfloat16 (cpu_has_bf16), int8 linear layers with bfloat16
+    activations (models/quantize.py: decodes ~1.6x faster than bfloat16 with the same bits per
+    character, benchmarks/results/cpu_engines.json), or bfloat16 where torch lacks the int8
+    kernel; otherwise the loader's default (pick_dtype: bfloat16 on CUDA, float32 on other CPUs:
+    without native bfloat16 the int8 kernel is no faster than float32). A dtype given
+    explicitly wins."""
     if dtype and dtype != "auto":
         return dtype
     if pick_device(device).startswith("cpu") and cpu_has_bf16():
-        return "bfloat16"
+        from .quantize import available
+        return "int8" if available() else "bfloat16"
     return None
 
 
@@ -159,6 +167,7 @@ def load_model(name_or_path: str | Path | None = None, device: str | None = None
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .lora import is_adapter
+    from .quantize import is_quantized, quantize
     if name_or_path is not None and is_adapter(name_or_path):
         return load_adapter_model(Path(name_or_path), device, dtype)
     name, name_or_path, template = resolve_model(name_or_path)
@@ -170,13 +179,16 @@ def load_model(name_or_path: str | Path | None = None, device: str | None = None
     except OSError as exc:  # missing path / not in cache / offline
         raise GroundcodeError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
     model.to(dev).eval()
+    if is_quantized(dtype):
+        quantize(model, dtype, dev)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     if template is None:
         ctx = int(getattr(model.config, "max_position_embeddings", 2048) or 2048)
         template = detect_template(tok, ctx)
     return LoadedModel(model=model, tokenizer=tok, name=name, device=dev,
-                       dtype=str(torch_dtype).replace("torch.", ""), template=template)
+                       dtype=dtype if is_quantized(dtype) else str(torch_dtype).replace("torch.", ""),
+                       template=template)
 
 
 def load_adapter_model(adapter_dir: Path, device: str | None = None, dtype: str | None = None) -> LoadedModel:
@@ -192,7 +204,10 @@ def load_adapter_model(adapter_dir: Path, device: str | None = None, dtype: str 
         base = json.loads((adapter_dir / "adapter_config.json").read_text()).get("base_model_name_or_path")
     if not base:
         raise GroundcodeError(f"adapter {adapter_dir} does not name its base model")
-    lm = load_model(base, device, dtype)
+    from .quantize import is_quantized, quantize
+    lm = load_model(base, device, "float32" if is_quantized(dtype) else dtype)   # merged, then quantized
     model, tok = lora.load_adapter(adapter_dir, lm.model, lm.tokenizer)
+    if is_quantized(dtype):
+        quantize(model, dtype, lm.device)
     return LoadedModel(model=model, tokenizer=tok, name=str(adapter_dir), device=lm.device,
-                       dtype=lm.dtype, template=lm.template)
+                       dtype=dtype if is_quantized(dtype) else lm.dtype, template=lm.template)

@@ -1,0 +1,186 @@
+"""One engine in one process, measured (benchmarks/cpu_engines.py runs this once per model and engine).
+
+    python _engine_probe.py SPEC.json OUT.json
+
+SPEC: {"engine": "groundcode" | "llama.cpp", "model": registry name or GGUF path, "dtype": ...,
+"threads": 2, "lengths": [64, 1024, 2048], "steps": 32, "reps": 3, "text": code,
+"lines": [[prompt text, ...]], "quality": [texts] or null, "window": 1024}.
+Runs with groundcode's venv (engine groundcode: models/load.py, torch) or with llama-cpp-python's
+(engine llama.cpp: only llama_cpp and the standard library). groundcode: its Engine as
+shipped, no monitors (prefill of the prompt alone; decode = generate minus that prefill, per
+token; the line with the engine's line stop). llama.cpp: eval() of the prompt from an empty
+cache, then one token per eval(), the argmax of the last logits picks; the line ends at its
+newline. Resident memory from /proc/self/status.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+
+
+def memory_mb() -> dict:
+    out = {}
+    with open("/proc/self/status") as fh:
+        for ln in fh:
+            if ln.startswith(("VmRSS:", "VmHWM:")):
+                out[ln.split(":")[0]] = round(int(ln.split()[1]) / 1024, 1)
+    return {"rss_mb": out.get("VmRSS"), "peak_rss_mb": out.get("VmHWM")}
+
+
+class Torch:
+    """groundcode's engine as shipped (decoding/engine.py: its attention, its growing KV cache,
+    its sampler and detokenizer), no monitors; the model from models/load.py."""
+
+    def __init__(self, model: str, dtype: str, threads: int):
+        import torch
+        torch.set_num_threads(threads)
+        from groundcode.decoding.engine import Engine
+        from groundcode.decoding.vocab.index import VocabIndex
+        from groundcode.models.load import load_model
+        self.torch = torch
+        self.lm = load_model(model, "cpu", dtype)
+        self.tok = self.lm.tokenizer
+        self.eng = Engine(self.lm.model, self.tok, VocabIndex.for_tokenizer(self.tok))
+        self.eos = self.tok.eos_token_id
+
+    def ids(self, text: str) -> list[int]:
+        return self.tok(text, add_special_tokens=False)["input_ids"]
+
+    def prefill_ms(self, ids: list[int]) -> float:
+        return ms(lambda: self.eng.prefill(ids))
+
+    def decode_ms(self, ids: list[int], steps: int, prefill: float) -> float:
+        """(generate `steps` greedy tokens - prefill of the same prompt) / tokens."""
+        from groundcode.config import SamplingConfig
+        from groundcode.decoding.engine import RowSpec
+        box = {}
+        total = ms(lambda: box.update(o=self.eng.generate([RowSpec(ids)], SamplingConfig(max_new_tokens=steps))))
+        return (total - prefill) / max(1, len(box["o"][0].tokens))
+
+    def line(self, text: str, n: int, cap: int) -> tuple[float, float, str]:
+        """(first token ms, full line ms, the line): the engine's own line stop (`--stop line`)."""
+        from pathlib import Path
+        from groundcode.config import SamplingConfig
+        from groundcode.context import CodeContext
+        from groundcode.decoding.engine import RowSpec
+        from groundcode.decoding.guides.stop_at import StopAt
+        ids = self.ids(text)[-n:]
+        ctx = CodeContext(path=Path("probe.py"), repo=Path("."), before=self.tok.decode(ids))
+        t, first = time.perf_counter(), []
+        out = self.eng.generate([RowSpec(ids, context=ctx, guides=[StopAt("line")])],
+                                SamplingConfig(max_new_tokens=cap, stop="line"),
+                                on_event=lambda ev: first or ev.kind != "token" or first.append(time.perf_counter()))
+        return (first[0] - t) * 1e3, (time.perf_counter() - t) * 1e3, out[0].completion
+
+    def nll(self, text: str, window: int) -> tuple[float, int]:
+        import torch.nn.functional as F
+        ids = [self.eos] + self.ids(text)
+        total, n = 0.0, 0
+        for start in range(0, len(ids) - 1, window):
+            chunk = self.torch.tensor([ids[start:start + window + 1]])
+            with self.torch.no_grad():
+                logits = self.lm.model(input_ids=chunk[:, :-1]).logits
+            total += float(F.cross_entropy(logits[0].float(), chunk[0, 1:], reduction="sum"))
+            n += chunk.shape[1] - 1
+        return total, n
+
+
+class Llama:
+    """llama-cpp-python's low-level loop: eval() the prompt, then one token per eval()."""
+
+    def __init__(self, model: str, dtype: str, threads: int):
+        from llama_cpp import Llama as L
+        self.llm = L(model_path=model, n_ctx=4096, n_batch=512, n_threads=threads, n_threads_batch=threads,
+                     verbose=False, logits_all=False)
+        self.vocab = self.llm.n_vocab()
+
+    def ids(self, text: str) -> list[int]:
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def piece(self, tid: int) -> str:
+        return self.llm.detokenize([tid]).decode("utf-8", errors="replace")
+
+    def _pick(self) -> int:
+        import numpy as np                  # the last token's logits (logits_all=False keeps no rows)
+        row = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.vocab,))
+        return int(row.argmax())
+
+    def prefill(self, ids: list[int]) -> int:
+        self.llm.reset()
+        self.llm.eval(ids)
+        return self._pick()
+
+    def step(self, tid: int) -> int:
+        self.llm.eval([tid])
+        return self._pick()
+
+    def prefill_ms(self, ids: list[int]) -> float:
+        return ms(lambda: self.prefill(ids))
+
+    def decode_ms(self, ids: list[int], steps: int, prefill: float) -> float:
+        tid = self.prefill(ids)
+        t = time.perf_counter()
+        for _ in range(steps):
+            tid = self.step(tid)
+        return (time.perf_counter() - t) * 1e3 / steps
+
+    def line(self, text: str, n: int, cap: int) -> tuple[float, float, str]:
+        """(first token ms, full line ms, the line): greedy until the line's newline."""
+        p = self.ids(text)[-n:]
+        t = time.perf_counter()
+        tid = self.prefill(p)
+        first = (time.perf_counter() - t) * 1e3
+        out, k = self.piece(tid), 1
+        while "\n" not in out.lstrip() and k < cap and tid != self.llm.token_eos():
+            tid = self.step(tid)
+            out += self.piece(tid)
+            k += 1
+        return first, (time.perf_counter() - t) * 1e3, out
+
+
+def ms(f) -> float:
+    t = time.perf_counter()
+    f()
+    return (time.perf_counter() - t) * 1e3
+
+
+def main() -> None:
+    spec = json.loads(open(sys.argv[1]).read())
+    t0 = time.perf_counter()
+    eng = (Llama if spec["engine"] == "llama.cpp" else Torch)(spec["model"], spec["dtype"], spec["threads"])
+    res = {"load_s": round(time.perf_counter() - t0, 2), **memory_mb()}
+    ids = eng.ids(spec["text"])
+    eng.decode_ms(ids[:64], 2, eng.prefill_ms(ids[:64]))     # warm-up: kernels built on first use
+    res["lengths"] = {}
+    for n in spec["lengths"]:
+        prompt = ids[-n:]
+        pre, dec = [], []
+        for _ in range(spec["reps"]):
+            pre.append(eng.prefill_ms(prompt))
+            dec.append(eng.decode_ms(prompt, spec["steps"], pre[-1]))
+        res["lengths"][str(n)] = {"tokens": len(prompt), "prefill_ms": round(statistics.median(pre), 1),
+                                  "decode_ms_per_token": round(statistics.median(dec), 2)}
+    first, full, lines = [], [], []
+    for text in spec["lines"]:                       # an editor line: greedy to the line's end
+        a, b, out = eng.line(text, spec["line_prompt"], spec["line_tokens"])
+        first.append(a)
+        full.append(b)
+        lines.append(out)
+    q = sorted(full)
+    res["line"] = {"prompts": len(first), "prompt_tokens": spec["line_prompt"],
+                   "first_token_ms_p50": round(statistics.median(first), 1),
+                   "full_line_ms_p50": round(statistics.median(full), 1),
+                   "full_line_ms_p75": round(q[min(len(q) - 1, math.ceil(0.75 * len(q)) - 1)], 1),
+                   "completions": lines}
+    if spec.get("quality") and hasattr(eng, "nll"):
+        res["quality"] = [list(eng.nll(t, spec["window"])) + [len(t)] for t in spec["quality"]]
+    res.update({f"end_{k}": v for k, v in memory_mb().items()})
+    with open(sys.argv[2], "w") as fh:
+        json.dump(res, fh)
+
+
+if __name__ == "__main__":
+    main()
