@@ -208,6 +208,6 @@ def load_adapter_model(adapter_dir: Path, device: str | None = None, dtype: str 
     lm = load_model(base, device, "float32" if is_quantized(dtype) else dtype)   # merged, then quantized
     model, tok = lora.load_adapter(adapter_dir, lm.model, lm.tokenizer)
     if is_quantized(dtype):
-        quantize(model, dtype, lm.device)
+        quantize(model, dtype, lm.device, pick_dtype(dtype, lm.device))
     return LoadedModel(model=model, tokenizer=tok, name=str(adapter_dir), device=lm.device,
                        dtype=dtype if is_quantized(dtype) else lm.dtype, template=lm.template)

@@ -80,8 +80,8 @@ def _module():
 
 def quantize(model, scheme: str = "int8", device: str = "cpu", dtype=None):
     """`model` (eval mode) with its linear layers in int8 (quantized from its weights as loaded:
-    bfloat16 or float32), the rest cast to `dtype` (the activations' dtype: bfloat16 where the
-    CPU has it natively, else float32); in place, returned."""
+    bfloat16 or float32), the rest cast to `dtype` (the activations' dtype; default: the
+    model's own); in place, returned."""
     import torch
     if scheme not in SCHEMES:
         raise GroundcodeError(f"unknown quantization {scheme!r}; use one of {', '.join(SCHEMES)}")
@@ -91,9 +91,8 @@ def quantize(model, scheme: str = "int8", device: str = "cpu", dtype=None):
     if not available():
         raise GroundcodeError(f"--dtype {scheme}: torch {torch.__version__} has no int8 weight kernel "
                               "(torch._weight_int8pack_mm); use bfloat16")
-    if dtype is None:
-        from .load import cpu_has_bf16
-        dtype = torch.bfloat16 if cpu_has_bf16() else torch.float32
+    if dtype is None:                       # the dtype the model was loaded in (models/load.py
+        dtype = next(model.parameters()).dtype   # picks bfloat16 where the CPU has it natively)
     Int8Linear = _module()
     targets = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
     for name, lin in targets:
