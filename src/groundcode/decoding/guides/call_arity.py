@@ -37,9 +37,9 @@ import numpy as np
 
 from ...languages.typescript_scan import _scan_code, _State
 from .base import Guide, RowView, TriggerRecord
-from .keyword_args import _closing, _without, ask_signature
+from .keyword_args import WAIT, CallOpener, _closing, _without, ask_signature
 
-WAIT, ARGS = "wait", "args"
+ARGS = "args"                # (WAIT: the call opener's, keyword_args)
 _NOT_CALLS = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function", "typeof",
                         "void", "delete", "await", "yield", "in", "of", "instanceof", "else", "do",
                         "case", "throw", "super", "import", "export", "constructor", "get", "set",
@@ -81,7 +81,7 @@ def read_args(text: str) -> Args:
     return Args(closed[0], count, any(a.startswith("...") for a in args), starts[-1])
 
 
-class CallArityMonitor(Guide):
+class CallArityMonitor(CallOpener, Guide):
     def __init__(self, analyzer, reproducible: bool = False):
         from ...analysis.wait import PatientWait
         self.analyzer = analyzer
@@ -118,27 +118,8 @@ class CallArityMonitor(Guide):
             return ""                       # a declaration
         return callee
 
-    def _try_call(self, row: RowView, t: str) -> None:
-        base = len(row.text) - len(t)
-        for j, c in enumerate(t):
-            if c == "(":
-                self._call_at(row, base + j + 1)
-                if self.pending or self.state != WAIT:
-                    return
-
-    def _call_at(self, row: RowView, upto: int) -> None:
-        """The `(` that ends row.text[:upto] (the prompt's own where upto == 0): its callee's
-        signature asked, the call opened or left pending; nothing where it is no call."""
-        full = self.prefix + row.text[:upto]
-        callee = self._callee(full, len(full) - 1)
-        if not callee:
-            return
-        ticket = ask_signature(self, callee, row.text[:upto])
-        ans = ticket.result(0)
-        if ans is None:
-            self.pending = (ticket, callee, upto)
-        else:
-            self._open(row, ans.signature, callee, upto, ans.failed)
+    def _opened(self, row: RowView, ans, callee: str, call_start: int) -> None:
+        self._open(row, ans.signature, callee, call_start, ans.failed)
 
     def _open(self, row: RowView, sig, callee: str, call_start: int, why) -> None:
         rec = TriggerRecord(receiver=callee + "(", candidates=len(sig.params) if sig else 0, kind="call",

@@ -105,7 +105,38 @@ def ask_signature(monitor, callee: str, upto_paren: str):
         monitor.waits.wait([ticket], monitor.analyzer.deadline(), monitor._cancelled)
     return ticket
 
-class KeywordArgMonitor(Guide):
+
+class CallOpener:
+    """The call monitors' opening of a call (this module's and call_arity's): a `(` in the
+    accepted token (or the prompt's own, at reset) whose callee the monitor recognizes
+    (`_callee(full, k)`: "" where it is no call) has its signature asked; the answer opens the
+    call (`_opened(row, answer, callee, call_start)`), or the call is left pending while the
+    analyzer runs (decode on, poll with every token)."""
+
+    def _try_call(self, row: RowView, t: str) -> None:
+        """WAIT: does the accepted token `t` (ending row.text) open a call?"""
+        base = len(row.text) - len(t)
+        for j, c in enumerate(t):
+            if c == "(":
+                self._call_at(row, base + j + 1)
+                if self.pending or self.state != WAIT:   # running, or open (no rollback into it)
+                    return
+
+    def _call_at(self, row: RowView, upto: int) -> None:
+        """The `(` that ends row.text[:upto] (the prompt's own where upto == 0)."""
+        full = self.prefix + row.text[:upto]
+        callee = self._callee(full, len(full) - 1)
+        if not callee:
+            return
+        ticket = ask_signature(self, callee, row.text[:upto])
+        ans = ticket.result(0)
+        if ans is None:
+            self.pending = (ticket, callee, upto)
+        else:
+            self._opened(row, ans, callee, upto)
+
+
+class KeywordArgMonitor(CallOpener, Guide):
     def __init__(self, analyzer, rollback: bool = True, arity: bool = True, reproducible: bool = False):
         from ...analysis.wait import PatientWait
         self.analyzer = analyzer
@@ -180,29 +211,15 @@ class KeywordArgMonitor(Guide):
                 return kind == "op" and e - s == 1
         return False
 
-    def _try_call(self, row: RowView, t: str) -> None:
-        """WAIT: does the accepted token `t` (ending row.text) open a call with a known signature?"""
-        base = len(row.text) - len(t)
-        for j, c in enumerate(t):
-            if c == "(":
-                self._call_at(row, base + j + 1)
-                if self.pending or self.state != WAIT:   # running (decode on, poll with every
-                    return                                # token), or open (no rollback into it)
-
-    def _call_at(self, row: RowView, upto: int) -> None:
-        """The `(` that ends row.text[:upto] (the prompt's own where upto == 0): a call of a
-        callee whose signature is asked; nothing where it is no call."""
-        full = self.prefix + row.text[:upto]
-        k = len(full) - 1
+    def _callee(self, full: str, k: int) -> str:
+        """The callee whose call opens at full[k] == "(" ("" where it is none)."""
         callee = receiver_before(full, k)
         if not callee or not (callee[-1].isalnum() or callee[-1] == "_") or not self._paren_is_code(full, k):
-            return
-        ticket = ask_signature(self, callee, row.text[:upto])
-        ans = ticket.result(0)
-        if ans is None:
-            self.pending = (ticket, callee, upto)
-        else:
-            self._open_call(row, ans.signature, callee, upto)
+            return ""
+        return callee
+
+    def _opened(self, row: RowView, ans, callee: str, call_start: int) -> None:
+        self._open_call(row, ans.signature, callee, call_start)
 
     def _opens_short(self, row: RowView, t: str) -> bool:
         """WAIT: does token `t` open a call and close it at once (`()`) while its callee
@@ -212,9 +229,8 @@ class KeywordArgMonitor(Guide):
             return False               # (a line break before it: the lexer would learn a line
                                        # start from text that may be refused)
         full = self.prefix + row.text + t[: j + 1]
-        k = len(full) - 1
-        callee = receiver_before(full, k)
-        if not callee or not (callee[-1].isalnum() or callee[-1] == "_") or not self._paren_is_code(full, k):
+        callee = self._callee(full, len(full) - 1)
+        if not callee:
             return False
         scan = ArgScanner()
         closed = False
