@@ -40,11 +40,9 @@ class Torch:
         from groundcode.decoding.engine import Engine
         from groundcode.decoding.vocab.index import VocabIndex
         from groundcode.models.load import load_model
-        self.torch = torch
         self.lm = load_model(model, "cpu", dtype)
         self.tok = self.lm.tokenizer
         self.eng = Engine(self.lm.model, self.tok, VocabIndex.for_tokenizer(self.tok))
-        self.eos = self.tok.eos_token_id
 
     def ids(self, text: str) -> list[int]:
         return self.tok(text, add_special_tokens=False)["input_ids"]
@@ -76,16 +74,10 @@ class Torch:
         return (first[0] - t) * 1e3, (time.perf_counter() - t) * 1e3, out[0].completion
 
     def nll(self, text: str, window: int) -> tuple[float, int]:
-        import torch.nn.functional as F
-        ids = [self.eos] + self.ids(text)
-        total, n = 0.0, 0
-        for start in range(0, len(ids) - 1, window):
-            chunk = self.torch.tensor([ids[start:start + window + 1]])
-            with self.torch.no_grad():
-                logits = self.lm.model(input_ids=chunk[:, :-1]).logits
-            total += float(F.cross_entropy(logits[0].float(), chunk[0, 1:], reduction="sum"))
-            n += chunk.shape[1] - 1
-        return total, n
+        """(summed NLL in nats, tokens scored) of one text: model_quality.bits_per_char's scoring."""
+        from model_quality import bits_per_char         # benchmarks/ (this script's directory)
+        bpc, n_tokens, n_chars = bits_per_char(self.lm.model, self.tok, [text], window)
+        return bpc * math.log(2) * n_chars, n_tokens
 
 
 class Llama:

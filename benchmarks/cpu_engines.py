@@ -125,7 +125,13 @@ def main() -> None:
     files = corpus(max(args.quality_chars, 200_000))
     text = "\n\n".join(t for _, t in files[:60])
     lines = line_prompts(files, args.lines)
-    quality = [t for _, t in corpus(args.quality_chars)] if args.quality_chars else None
+    quality, total = [], 0                  # the same round robin, cut at --quality-chars
+    for _, t in files:
+        if total >= args.quality_chars:
+            break
+        quality.append(t)
+        total += len(t)
+    quality = quality or None
     res = {"machine": machine(), "threads": args.threads, "load_before": [round(x, 2) for x in os.getloadavg()],
            "quality_files": len(quality or []), "quality_chars": sum(map(len, quality or [])), "models": {}}
     for name in args.models:
