@@ -77,3 +77,21 @@ def test_a_type_with_an_index_signature_takes_any_member_name(ts):
                 assert r.failed == "open: the type takes any member name (index signature)", (receiver, r)
             else:
                 assert r.failed is None and want <= r.names, r
+
+def test_a_python_buffer_open_in_the_editor_never_reaches_typescript(ts):
+    """VS Code restores a workspace's tabs: a Python buffer and a TypeScript one open together
+    (the real-editor test found it). TypeScript's Go server panics on a .py document ("ScriptKind
+    must be specified") and exits; the analyzer sends each server its languages' buffers only."""
+    from groundcode.analysis.base import Overlay
+    cart = (REPO / "src" / "cart.ts").read_text().replace("    return this.registry.size;", "    return this.")
+    py = (str(REPO / "tool.py"), "class Tool:\n    def run(self):\n        return self.\n")
+    tsx = (str(REPO / "src" / "view.tsx"), "export const View = 1;\n")
+    at = _at(cart, "    return this.")
+    at = Splice(at.code, at.line, at.column, at.path, Overlay("s1", (py, tsx)))
+    with LspAnalyzer(REPO, "typescript", deadline_s=30, cold_deadline_s=30, restart_backoff_s=60) as a:
+        r = a.ask(MembersQuery(at, "this", ("t",))).result(30)
+        assert r.failed is None and {"add", "owner", "registry"} <= r.names, r
+        assert a.restarts == 0 and a.health()["status"] == "ok", a.health()
+    from groundcode.analysis.lsp_messages import served
+    assert served([py, tsx], ("typescript", "javascript")) == [tsx]
+    assert served([py, tsx], ("python",)) == [py] and served([py, tsx], None) == [py, tsx]

@@ -7,22 +7,22 @@ client and lsprotocol's types, no hand-written framing):
     a.prewarm(at); a.deadline(); a.close()
 
 One server per (server, workspace root), started lazily (or by prewarm) as a subprocess on stdio,
-`initialize`d with the workspace folder; the file being analysed (the splice: the real file with
-the partial code) and the workspace's other open buffers (the Overlay) are opened with `didOpen`
-and kept with `didChange` (the changed lines only, where the server takes ranged changes; else the
-whole text). Members keep their kinds (method, field, property, constant, enum member, …) in
-Jedi's words; keywords, snippets and text items are dropped (lsp_messages.py). An `isIncomplete`
-list is treated as open (fail open, "incomplete"), never as closed. A SignatureQuery is
-`textDocument/signatureHelp` after the `(` (one signature read whole, else unknown). Answers are
-cached under (kind, overlay stamp, key); a late answer is cached when it lands. A server that
-exits, hangs or floods fails its questions open and is restarted at the next question after a
-backoff (`restart_backoff_s`, doubled with each failure in a row up to `max_backoff_s`; a
-question meanwhile fails open at once): every wait on it is bounded by `hang_s` — initialize,
-the prewarm's didOpen, a question, and the wait for the document lock — and an operation that
-outlives it kills the process; a flood (lsp_guard.py: too many messages or bytes with no
-answer) kills it at once. `health()` says whether questions are failing open now and why
-(health.py: `/health`, the LSP server's messages). `close()` sends shutdown/exit, then kills
-the process: nothing is left; a question asked after it fails open at once.
+`initialize`d with the workspace folder; the file analysed (the splice: the real file with the
+partial code) and the workspace's other open buffers in the server's languages (the Overlay; tsgo
+panics on a .py file) are opened with `didOpen` and kept with `didChange` (the changed lines only,
+where the server takes ranged changes; else the whole text). Members keep their kinds (method,
+field, property, constant, enum member, …) in Jedi's words; keywords, snippets and text items are
+dropped (lsp_messages.py). An `isIncomplete` list is treated as open (fail open, "incomplete"),
+never as closed. A SignatureQuery is `textDocument/signatureHelp` after the `(` (one signature read
+whole, else unknown). Answers are cached under (kind, overlay stamp, key); a late answer is cached
+when it lands. A server that exits, hangs or floods fails its questions open and is restarted at
+the next question after a backoff (`restart_backoff_s`, doubled with each failure in a row up to
+`max_backoff_s`; a question meanwhile fails open at once): every wait on it is bounded by `hang_s`
+— initialize, the prewarm's didOpen, a question, and the wait for the document lock — and an
+operation that outlives it kills the process; a flood (lsp_guard.py: too many messages or bytes
+with no answer) kills it at once. `health()` says whether questions are failing open now and why
+(health.py: `/health`, the LSP server's messages). `close()` sends shutdown/exit, then kills the
+process: nothing is left; a question asked after it fails open at once.
 The protocol runs on one asyncio loop in a daemon thread; tickets are that loop's futures.
 Not here: which servers exist and how they are installed (lsp_servers.py).
 Test: tests/test_lsp_analyzer.py.
@@ -37,7 +37,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from .base import Analysis, Answered, Overlay, SignatureAnswer, SignatureQuery, query_key
-from .lsp_messages import OBJECT_MEMBERS, edit, language_id, members, signature, utf16
+from .lsp_messages import OBJECT_MEMBERS, edit, language_id, members, served, signature, utf16
 
 _NO_OVERLAY = Overlay()
 
@@ -80,6 +80,7 @@ class LspAnalyzer:
         # a server that marks every list incomplete (ty: auto-import candidates may follow as
         # the user types) while its members after a dot are all there (lsp_servers.py)
         self.complete_members = lsp_servers.SERVERS[server].complete_members if server in lsp_servers.SERVERS else False
+        self.languages = lsp_servers.SERVERS[server].languages if server in lsp_servers.SERVERS else None
         self._warm = False
         self._cache: OrderedDict = OrderedDict()
         self._cache_size = cache_size
@@ -91,8 +92,7 @@ class LspAnalyzer:
         self._closed = False
         self.calls = self.timeouts = self.errors = self.restarts = 0
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"groundcode-lsp-{server}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"groundcode-lsp-{server}", daemon=True)
         self._thread.start()
         self._start_lock = None                           # asyncio.Locks, made on the loop
         self._doc_lock = None
@@ -349,7 +349,7 @@ class LspAnalyzer:
         asked from another file (the audit's false blocks on @tanstack/query-core)."""
         from lsprotocol import types as T
         c = await self._ensure()
-        files = list((at.overlay or _NO_OVERLAY).files) + [(str(at.path), at.code)]
+        files = served((at.overlay or _NO_OVERLAY).files, self.languages) + [(str(at.path), at.code)]
         keep = {Path(p).resolve().as_uri() for p, _ in files}
         for uri in [u for u in self._docs if u not in keep]:
             c.text_document_did_close(T.DidCloseTextDocumentParams(T.TextDocumentIdentifier(uri=uri)))

@@ -33,6 +33,12 @@ def language_id(path) -> str:
     return _LANGUAGES.get(Path(str(path)).suffix.lower(), "python")
 
 
+def served(files, languages) -> list:
+    """The (path, text) buffers in `languages` (a server's; None: all of them); a .tsx file is
+    TypeScript's, a .jsx file JavaScript's."""
+    return [f for f in files if not languages or language_id(f[0]).removesuffix("react") in languages]
+
+
 def _position(text: str, index: int):
     """The LSP position of `index` (lines.py's LSP breaks: \r\n, \r, \n; UTF-16 columns)."""
     from lsprotocol import types as T
