@@ -46,10 +46,19 @@ async function start() {
     outputChannel: output,
     initializationOptions: { trust: trusted, python },
     middleware: {
+      // the server's completion item is its inline suggestion for clients without inline
+      // completion: with ghost text on, asking for both would make each request cancel the other
+      provideCompletionItem: (document, position, context, token, next) =>
+        vscode.workspace.getConfiguration("editor", document).get("inlineSuggest.enabled", true)
+          ? undefined : next(document, position, context, token),
       provideInlineCompletionItems: async (document, position, context, token, next) => {
         const items = await next(document, position, context, token);
         const g = grounding(items);
         if (g) {
+          const t = g.timings || {};
+          output.appendLine(`suggestion ${document.uri.fsPath}:${position.line + 1}:${position.character} ` +
+            `first token ${t.first_token_ms} ms, answer ${t.total_ms} ms, ${g.finish_reason}; ` +
+            `grounded: ${g.grounded.map((x) => x.chosen || (x.failed_open ? "(failed open)" : "(confirmed)")).join(", ") || "-"}`);
           const names = g.grounded.map((x) => x.chosen).filter(Boolean);
           const open = g.grounded.filter((x) => x.failed_open).length;
           if (names.length) show(`$(check) groundcode: ${names.join(", ")}`, "the analyzer confirmed or chose these names in the last suggestion");
@@ -87,7 +96,7 @@ async function restart() {
 }
 
 exports.activate = async (context) => {
-  output = vscode.window.createOutputChannel("groundcode");
+  output = vscode.window.createOutputChannel("groundcode", { log: true });   // vscode-languageclient 11 logs through .error/.info
   status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   status.command = "groundcode.showLog";
   context.subscriptions.push(output, status,
