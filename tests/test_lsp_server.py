@@ -172,3 +172,31 @@ async def test_cancel_request_and_a_newer_request_supersedes(client: LanguageCli
     assert len(a_items) == 0 and len(b_items) == 1
     assert _ident(b_items[0].insert_text) in CART_MEMBERS
     client.text_document_did_close(T.DidCloseTextDocumentParams(T.TextDocumentIdentifier(uri)))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_an_item_selected_in_the_suggest_widget_is_continued(client: LanguageClient, repo):
+    """LSP 3.18 selectedCompletionInfo: VS Code shows ghost text beside an open suggest widget
+    (its own TypeScript, Pylance) only when it extends the selected item. The answer starts with
+    that item, over its range, and goes on from the buffer as if it were accepted."""
+    on_disk = (repo / "shop" / "cart.py").read_text()
+    line_text = "    def total(self): return self.reg"
+    uri, text = await _open(client, repo, "cart.py", "\n" + line_text)
+    line, enc = text.count("\n"), client.server_capabilities.position_encoding
+    word = len(line_text) - len("reg")
+    sel = T.SelectedCompletionInfo(range=T.Range(T.Position(line, word), T.Position(line, len(line_text))),
+                                   text="registry")
+    res = await client.text_document_inline_completion_async(T.InlineCompletionParams(
+        text_document=T.TextDocumentIdentifier(uri), position=T.Position(line, len(line_text)),
+        context=T.InlineCompletionContext(trigger_kind=T.InlineCompletionTriggerKind.Automatic,
+                                          selected_completion_info=sel)))
+    items = res.items if hasattr(res, "items") else res
+    assert len(items) == 1, res
+    item = items[0]
+    assert item.insert_text.startswith("registry"), item.insert_text
+    assert item.range == T.Range(T.Position(line, word), T.Position(line, len(line_text)))
+    # the model went on after `self.registry`: what follows it is a member of its Registry
+    # (after a dot) or no identifier at all, never `reg` typed twice
+    assert not item.insert_text.startswith("registryreg")
+    assert enc in ("utf-8", "utf-16") and (repo / "shop" / "cart.py").read_text() == on_disk
+    client.text_document_did_close(T.DidCloseTextDocumentParams(T.TextDocumentIdentifier(uri)))

@@ -15,6 +15,9 @@ and lsprotocol) whose completions are grounded in the editor's unsaved buffers.
     workspace/executeCommand       `groundcode.health`: the LSP's /health: its roots, the trusted
                                    ones, the analyzers running (Completer.health)
     $/cancelRequest, a newer request on the same document: the older one's rows stop
+    selectedCompletionInfo         the item an open suggest widget has selected: the inline item
+                                   starts with it and continues it (VS Code shows ghost text
+                                   beside the widget only then)
 
 `inlineCompletionProvider` is declared statically: clients older than LSP 3.18 (Neovim 0.7-0.11)
 send the request without advertising the capability. Positions use the encoding negotiated at
@@ -134,13 +137,13 @@ def build(completer: Completer) -> LanguageServer:
         if path is not None:
             completer.close(path)
 
-    async def answer(params) -> Answer | None:
+    async def answer(params, selected=None) -> Answer | None:
         path = _path(params.text_document.uri)
         if path is None:
             return None
         try:
             out = await completer.complete(path, params.position.line, params.position.character,
-                                           _encoding(ls))
+                                           _encoding(ls), selected)
             news = completer.analysis_news()          # an analyzer failing (or back): said once
             if news is not None:
                 log.warning("%s", news[0]) if news[1] else log.info("%s", news[0])
@@ -155,12 +158,14 @@ def build(completer: Completer) -> LanguageServer:
 
     @ls.feature(T.TEXT_DOCUMENT_INLINE_COMPLETION, T.InlineCompletionOptions())
     async def inline_completion(params: T.InlineCompletionParams):
-        a = await answer(params)
+        sel = params.context.selected_completion_info if params.context else None
+        on_line = sel is not None and sel.range.start.line == sel.range.end.line == params.position.line
+        a = await answer(params, (sel.range.start.character, sel.text) if on_line else None)
         if a is None or not a.text:
             return T.InlineCompletionList(items=[])
         info = _info(a)
-        item = T.InlineCompletionItem(
-            insert_text=a.text, range=_range(ls, a, a.index),
+        item = T.InlineCompletionItem(     # a selected suggest item: its range, its text first
+            insert_text=a.text, range=_range(ls, a, a.index if a.start is None else a.start),
             command=T.Command(title=lsp_text.title(a.grounded), command=COMMAND, arguments=[info]))
         return T.InlineCompletionList(items=[item])
 

@@ -53,6 +53,7 @@ class Answer:
     finish_reason: str = ""
     stop: str = ""                # the boundary asked for: statement | block | line
     timings: dict = field(default_factory=dict)
+    start: int | None = None      # where `text` starts when not at the cursor (a selected item)
 
 
 class Completer:
@@ -255,9 +256,14 @@ class Completer:
         self._ready.add_done_callback(go)
 
     # -- requests -----------------------------------------------------------------------------
-    async def complete(self, path, line: int, character: int, encoding: str = "utf-16") -> Answer | None:
+    async def complete(self, path, line: int, character: int, encoding: str = "utf-16",
+                       selected: tuple[int, str] | None = None) -> Answer | None:
         """A completion at LSP position (line, character) of `path`'s buffer; None when a newer
-        request on the document superseded this one, or the client cancelled it."""
+        request on the document superseded this one, or the client cancelled it. `selected`:
+        (start character, text) of the item the editor's suggest widget has selected, which
+        replaces the line from there to the cursor (LSP 3.18 selectedCompletionInfo): the
+        answer continues that item and starts with it (an editor shows ghost text beside an
+        open suggest widget only when it extends the selected item)."""
         from ..session import Request
         path = Path(path).resolve()
         seq = next(self._seq)
@@ -281,10 +287,18 @@ class Completer:
             raise GroundcodeError(f"{path.name}: line {line} is outside the buffer (0..{len(lines) - 1}, 0-based)")
         cur = lines[line]
         index = lsp_text.to_index(cur, character, encoding)
+        start, forced, at = index, "", index
+        if selected is not None:          # the buffer as if the selected item were accepted
+            start = min(index, lsp_text.to_index(cur, selected[0], encoding))
+            forced, cur = selected[1], cur[:start] + selected[1] + cur[index:]
+            index = start + len(forced)
+            parts, breaks = list(lines), _LINE_BREAK.findall(text)
+            parts[line] = cur
+            text = "".join(p + b for p, b in itertools.zip_longest(parts, breaks, fillvalue=""))
         head = cur[:index]
         stop = lsp_text.stop_for(head) if self.stop == "auto" else self.stop
         with self._lock:
-            ctx = self._ensure(path).cursor(path, line + 1, index)
+            ctx = self._ensure(path).cursor(path, line + 1, index, text=text if forced else None)
         req = Request(context=ctx, sampling=SamplingConfig(max_new_tokens=self.max_new_tokens, stop=stop),
                       deadline_s=self.deadline_s)
         stream = gen.session.submit(req)
@@ -319,9 +333,11 @@ class Completer:
         info = lsp_text.grounded(result)
         chosen = [g["chosen"] for g in info if g["chosen"]]
         insert = lsp_text.shape(result.completion, result.finish_reason, cur[index:], chosen, head)
-        m = re.search(r"[A-Za-z_0-9]*$", head)
+        if forced:               # back to the buffer's own line: the item, then what follows it
+            cur, index, insert = lines[line], at, forced + insert
+        m = re.search(r"[A-Za-z_0-9]*$", cur[:index])
         return Answer(insert, line, index, m.start(), cur, info, result.finish_reason, stop,
-                      dict(result.timings or {}))
+                      dict(result.timings or {}), start if forced else None)
 
     def analysis_news(self) -> tuple[str, bool] | None:
         """(a line for the editor, degraded?) when the set of failing analyzers changed since
