@@ -31,8 +31,11 @@ function grounding(items) {
   return null;
 }
 
+// VS Code waits 50 ms after a keystroke before it asks (and cancels a request a newer one
+// supersedes): the server's own wait would only add to it. extraArgs come last and win.
 function serverOptions(cfg) {
-  const args = ["lsp", "--model", cfg.get("model"), "--analyzer", cfg.get("analyzer"), ...cfg.get("extraArgs")];
+  const args = ["lsp", "--model", cfg.get("model"), "--analyzer", cfg.get("analyzer"), "--debounce-ms", "0",
+                ...cfg.get("extraArgs")];
   return { command: cfg.get("command"), args, options: { env: process.env } };
 }
 
