@@ -43,3 +43,40 @@ def test_the_build_is_pinned():
     assert pkgs["node_modules/vscode-languageclient"]["version"] == "11.0.0"
     assert all("integrity" in v for k, v in pkgs.items() if k)       # every package by its hash
     assert "npm ci" in (EXT / "build.sh").read_text()
+
+
+def test_what_a_real_vscode_needed():
+    """Found by driving the extension in code-server (benchmarks/vscode_editor.sh): the client
+    library logs through a LogOutputChannel's .error/.info (a plain channel: "could not start"),
+    and the completion fallback is not asked beside the inline request while ghost text is on
+    (the server cancels the older of two requests on one document: no ghost text)."""
+    code = (EXT / "extension.js").read_text()
+    assert 'createOutputChannel("groundcode", { log: true })' in code
+    assert 'provideCompletionItem:' in code and '.get("inlineSuggest.enabled", true)' in code
+
+
+def test_the_editor_benchmark_reads_the_lines_the_extension_logs():
+    """benchmarks/vscode_editor.py pairs each timed keystroke with the server's times from the
+    extension's output channel: the line extension.js writes is the line the benchmark parses."""
+    import importlib.util
+    import sys
+    spec = importlib.util.spec_from_file_location("vscode_editor", EXT.parents[1] / "benchmarks" / "vscode_editor.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("vscode_editor", mod)
+    spec.loader.exec_module(mod)
+    code = (EXT / "extension.js").read_text()
+    template = re.search(r"output\.appendLine\(`(suggestion [^`]*)` \+\s*`([^`]*)` \+", code)
+    assert template, "the extension's per-suggestion log line"
+    line = (template[1] + template[2]).replace("${document.uri.fsPath}", "/ws/shop/inventory.py") \
+        .replace("${position.line + 1}", "14").replace("${position.character}", "17") \
+        .replace("${t.first_token_ms}", "38.6").replace("${t.total_ms}", "403.4").replace("${g.finish_reason}", "stop")
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        log = Path(d) / "logs" / "1" / "exthost1" / "groundcode.groundcode" / "groundcode.log"
+        log.parent.mkdir(parents=True)
+        log.write_text(f"2026-11-29 03:22:16.826 [info] {line}\n")
+        rows = mod._server_times(Path(d))
+    assert rows == [{"file": "/ws/shop/inventory.py", "line": 14, "col": 17, "first_token_ms": 38.6, "total_ms": 403.4}]
+    r = {"latency_ms": [530.0, None], "trial_cursors": [[14, 17], [15, 17]]}
+    mod._pair(r, rows)
+    assert r["paired_trials"] == 1 and r["editor_overhead_p50_ms"] == 126.6 and r["key_to_ghost_p50_ms"] == 530.0
