@@ -12,7 +12,7 @@ server behaves and the test sees grounding resume):
     hang-answer  answers `initialize`, then never answers the first completion (sleeps)
     flood        after `initialize`, writes window/logMessage notifications without end
     flood-big    after `initialize`, announces a message of 1 GB
-    crash        exits with code 3 at the first completion
+    crash        exits with code 3 at the first completion (a panic line on stderr first)
 """
 from __future__ import annotations
 
@@ -71,6 +71,8 @@ def main() -> None:
             if bad == "hang-answer":
                 time.sleep(3600)
             if bad == "crash":
+                sys.stderr.write("goroutine 1 [running]:\npanic: the fake server crashed on purpose\n\tmain.go:1\n")
+                sys.stderr.flush()
                 sys.exit(3)
             _write(out, {"jsonrpc": "2.0", "id": mid, "result": {"isIncomplete": False, "items": [
                 {"label": name, "kind": kind} for name, kind in MEMBERS]}})

@@ -134,6 +134,8 @@ def test_a_crash_backs_off_and_the_backoff_doubles(tmp_path):
         r = a.ask(MembersQuery(at, "self", ("b",))).result(2 * H)
         assert r.failed.startswith("error") and "restarting in" in r.failed, r       # at once
         assert a.health()["status"] == "degraded" and "exited with code 3" in a.health()["reason"]
+        # the reason carries the line of its stderr that says why (a Go panic here)
+        assert "exited with code 3: panic: the fake server crashed on purpose" in a.health()["reason"], a.health()
         a.health_state.failures = 3
         assert a.health_state.backoff_delay() == 2.0     # 0.5, 1, 2, ... up to max_backoff_s
 

@@ -221,9 +221,6 @@ class LspAnalyzer:
         self._started_at = time.monotonic()
         await c.start_io(self.cmd[0], *self.cmd[1:], cwd=str(self._launch.cwd), env=self._launch.env)
         self._spawned = c                         # killed by close() even if it never answers
-        proc = getattr(c, "_server", None)
-        if proc is not None and proc.stderr is not None:     # its log: read, never left to fill
-            asyncio.ensure_future(self._drain(proc.stderr))   # the pipe (a full pipe blocks it)
         caps = T.ClientCapabilities(
             text_document=T.TextDocumentClientCapabilities(
                 completion=T.CompletionClientCapabilities(
@@ -259,14 +256,6 @@ class LspAnalyzer:
         for t in rest:
             t.cancel()
         await asyncio.gather(*rest, return_exceptions=True)
-
-    @staticmethod
-    async def _drain(stream) -> None:
-        try:
-            while await stream.read(65536):
-                pass
-        except Exception:                         # noqa: BLE001 (the process is gone)
-            pass
 
     async def _discard(self) -> None:
         c, self._client = self._client, None
@@ -322,7 +311,8 @@ class LspAnalyzer:
         if self._client is c:
             self._client = None
         if not getattr(c, "_gc_killed", False) and c is self._spawned:
-            self._fail(c, f"exited with code {code}")
+            why = c.last_words()                  # its stderr's last error line (lsp_guard.py)
+            self._fail(c, f"exited with code {code}" + (f": {why}" if why else ""))
 
     async def _sync(self, c, path: str, text: str) -> str:
         from lsprotocol import types as T

@@ -12,12 +12,15 @@ the process, fails the question open and restarts the server after a backoff. Th
 far above what a language server sends between two answers (ty, TypeScript: tens of
 diagnostics or progress messages).
 The exit of the process is reported too (`on_exit`), so a crash starts the restart backoff when
-it happens, not when the next question notices it.
+it happens, not when the next question notices it. The server's stderr is read as it comes (a
+full pipe would block it) and its last 16 KiB kept: `last_words()` is the line that says why it
+exited (a Go panic, a Python or Node error), for the failure's reason.
 Test: tests/test_analyzer_faults.py.
 """
 from __future__ import annotations
 
 import asyncio
+import re
 
 from pygls.io_ import run_async
 from pygls.lsp.client import LanguageClient
@@ -25,6 +28,9 @@ from pygls.lsp.client import LanguageClient
 MAX_UNANSWERED = 20_000
 MAX_BYTES = 256 << 20
 MAX_MESSAGE_BYTES = 64 << 20
+STDERR_KEPT = 16 << 10
+_WHY = re.compile(rb"^(?:panic: |fatal error: |thread '.*' panicked|\w*(?:Error|Exception)\b|error\b|Error\b).*$",
+                  re.M | re.I)
 
 
 class Meter:
@@ -77,6 +83,8 @@ class GuardedClient(LanguageClient):
         self._on_flood = on_flood or (lambda reason: None)
         self._on_exit = on_exit or (lambda returncode: None)
         self.meter: Meter | None = None
+        self.stderr_tail = b""
+        self._stderr_task = None
         proto = self.protocol
         handle = proto.handle_message
 
@@ -98,8 +106,24 @@ class GuardedClient(LanguageClient):
             stop_event=self._stop_event, reader=self.meter, protocol=self.protocol,
             error_handler=self.report_server_error))
         self._server = server
+        self._stderr_task = asyncio.create_task(self._keep_stderr(server.stderr))
         notify_exit = asyncio.create_task(self._server_exit())
-        self._async_tasks.extend([connection, notify_exit])
+        self._async_tasks.extend([connection, notify_exit, self._stderr_task])
+
+    async def _keep_stderr(self, stream) -> None:
+        try:
+            while chunk := await stream.read(65536):
+                self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_KEPT:]
+        except Exception:                       # noqa: BLE001 (the process is gone)
+            pass
+
+    def last_words(self) -> str:
+        """The last line of the server's stderr that names an error, else its last line ("")."""
+        found = _WHY.findall(self.stderr_tail)
+        lines = found or [x for x in self.stderr_tail.splitlines() if x.strip()][-1:]
+        return lines[-1].decode("utf-8", "replace").strip()[:200] if lines else ""
 
     async def server_exit(self, server) -> None:
+        if self._stderr_task is not None:       # what it wrote before it exited
+            await asyncio.wait([self._stderr_task], timeout=1.0)
         self._on_exit(server.returncode)
