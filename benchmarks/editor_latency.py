@@ -346,6 +346,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="2 functions x 3 lines")
     ap.add_argument("--names", action="store_true",
                     help="compare the member monitor with and without the names monitor (grounded = +names, plain = members)")
+    ap.add_argument("--suffix-tokens", type=int, default=None,
+                    help="the FIM suffix's budget (default: PromptConfig's); re-prefilled at every keystroke")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "editor_latency.json")
     args = ap.parse_args()
     global NAMES
@@ -363,8 +365,10 @@ def main() -> None:
     t0 = time.perf_counter()
     from groundcode.models.load import serving_dtype
     from groundcode.config import MonitorConfig
+    from groundcode.config import PromptConfig
+    prompt = PromptConfig(**({"suffix_tokens": args.suffix_tokens} if args.suffix_tokens is not None else {}))
     gen = Generator(args.model, dtype=serving_dtype(args.dtype, None),   # what serve and lsp load
-                    monitor=MonitorConfig(analyzer=args.analyzer))
+                    monitor=MonitorConfig(analyzer=args.analyzer), prompt=prompt)
     load_s = time.perf_counter() - t0
     funcs = pick_functions(args.tasks, args.functions, args.max_head_chars)
     if not funcs:
@@ -376,7 +380,7 @@ def main() -> None:
             run_function(gen, t, args, rows)
     finally:
         gen.close()
-    res = {"model": gen.lm.name, "dtype": gen.lm.dtype, "machine": machine(), "load_before": load0,
+    res = {"model": gen.lm.name, "dtype": gen.lm.dtype, "suffix_tokens": prompt.suffix_tokens, "machine": machine(), "load_before": load0,
            "load_after": [round(x, 2) for x in os.getloadavg()], "other_benchmarks_at_start": busy,
            "other_benchmarks_at_end": others(), "gap_ms": args.gap_ms, "names": args.names, "max_new_tokens": args.max_new_tokens,
            "lookahead": args.lookahead, "analyzer": ",".join(sorted(rows.get("analyzers", ()))) or args.analyzer,

@@ -55,7 +55,7 @@ def _capture(monkeypatch):
     seen = {}
 
     def fake(model=None, monitor=None, device=None, dtype=None, **kw):
-        seen.update(model=model, device=device, dtype=dtype)
+        seen.update(model=model, device=device, dtype=dtype, prompt=kw.get("prompt"))
         raise _Seen()
     import groundcode.api
     monkeypatch.setattr(groundcode.api, "Generator", fake)
@@ -83,3 +83,5 @@ def test_lsp_passes_the_default(monkeypatch, tmp_path):
     with pytest.raises(GroundcodeError):        # the fake Generator "failed" after recording
         completer.generator(timeout=30)
     assert seen["dtype"] == "int8"
+    # the suffix a FIM model re-reads at every keystroke: 128 tokens (docs/EDITORS.md)
+    assert seen["prompt"].suffix_tokens == 128

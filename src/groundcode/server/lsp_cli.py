@@ -3,7 +3,7 @@ imported only when the command runs (server/lsp.py).
 
     groundcode lsp [--model tiny] [--workspace DIR ...] [--max-new-tokens 64] [--debounce-ms 50]
                    [--stop auto|statement|line|block] [--deadline 30] [--analysis-deadline 2]
-                   [--no-monitor]
+                   [--no-monitor] [--suffix-tokens 128]
 
 Tested by tests/test_lsp_server.py and tests/test_lsp_nvim.py (which start it as a process).
 """
@@ -39,6 +39,9 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
                                                   "installed libraries the analyzer sees (default: "
                                                   "the workspace's .venv, else this one)"),
             no_monitor: bool = typer.Option(False, "--no-monitor", help="plain decoding (no grounding)"),
+            suffix_tokens: int = typer.Option(128, "--suffix-tokens", help="the code after the cursor "
+                                              "a fill-in-the-middle model sees (tokens; re-read at every "
+                                              "keystroke: longer is slower on a CPU)"),
             lookahead: int = typer.Option(2, "--lookahead", help="after a suggestion, this many rows "
                                           "with other first characters run while idle: drafts for "
                                           "the next keystroke (0: off)"),
@@ -65,7 +68,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
         logging.getLogger("py.warnings").setLevel(logging.INFO if level <= logging.INFO else logging.CRITICAL)
         completer, serve_stdio = _prepare(model, workspace, device, dtype, max_new_tokens, stop,
                                           debounce_ms, deadline, python, no_monitor, lookahead, trust,
-                                          analyzer, analysis_deadline)
+                                          analyzer, analysis_deadline, suffix_tokens)
     except GroundcodeError as exc:
         error(str(exc))
         raise typer.Exit(2)
@@ -74,9 +77,9 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
 
 def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms, deadline, python,
              no_monitor, lookahead: int = 2, trust: bool = False, analyzer: str = "jedi",
-             analysis_deadline: float = 2.0):
+             analysis_deadline: float = 2.0, suffix_tokens: int = 128):
     """Check the flags (one-line errors) and start loading the model: (Completer, serve)."""
-    from ..config import MonitorConfig
+    from ..config import MonitorConfig, PromptConfig
     from ..errors import GroundcodeError
     if max_new_tokens < 1:
         raise GroundcodeError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
@@ -88,6 +91,8 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         raise GroundcodeError(f"--debounce-ms must be >= 0, got {debounce_ms}")
     if lookahead < 0:
         raise GroundcodeError(f"--lookahead must be >= 0, got {lookahead}")
+    if suffix_tokens < 0:
+        raise GroundcodeError(f"--suffix-tokens must be >= 0, got {suffix_tokens}")
     if analyzer != "jedi":
         from ..analysis.lsp_servers import command
         command(analyzer)                     # not installed: one line now, not per request
@@ -108,7 +113,7 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         from ..session import Session
         gen = Generator(model, MonitorConfig(enabled=not no_monitor, analyzer=analyzer,
                                              deadline_s=analysis_deadline), device=device,
-                        dtype=serving_dtype(dtype, device))
+                        dtype=serving_dtype(dtype, device), prompt=PromptConfig(suffix_tokens=suffix_tokens))
         Session(gen, lookahead=lookahead)     # the generator's session: the editor's
         return gen
 
