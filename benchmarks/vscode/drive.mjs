@@ -8,8 +8,9 @@
 //
 // --line is 1-based; the cursor goes to the end of that line, which ends in a `.` (e.g. `self.`):
 // the driver deletes it and types it again. A trial types `--typed` (e.g. `v = self.`) on a fresh
-// line below it and times the last keystroke to the first ghost text the editor renders after it (performance.now() in the page,
-// both ends observed there: a keydown listener and a MutationObserver).
+// line below it and times the last keystroke to the first ghost text the editor renders after
+// it (performance.now() in the page, both ends observed there: a keydown listener and a
+// MutationObserver).
 import puppeteer from "puppeteer-core";
 
 function args() {
