@@ -80,3 +80,13 @@ def test_the_editor_benchmark_reads_the_lines_the_extension_logs():
     r = {"latency_ms": [530.0, None], "trial_cursors": [[14, 17], [15, 17]]}
     mod._pair(r, rows)
     assert r["paired_trials"] == 1 and r["editor_overhead_p50_ms"] == 126.6 and r["key_to_ghost_p50_ms"] == 530.0
+
+
+def test_the_status_says_ready_once_the_model_is_loaded():
+    """"ready" is the server's own word (its health: the model loaded, the analyzers running),
+    not the client's connection: the command the extension asks is the one the server serves."""
+    from groundcode.server.lsp import HEALTH
+    code = (EXT / "extension.js").read_text()
+    assert f'command: "{HEALTH}"' in code and "h.model_loaded" in code and "h.analyzers" in code
+    running = code[code.index("e.newState === State.Running"):]
+    assert running.index("watchLoad(") < running.index("State.Stopped")

@@ -133,7 +133,7 @@ async function main() {
     step(`opened ${o.file}:${o.line}`);
     out.status_ready = await waitFor(async () => {
       const s = await statusText(page);
-      return s && /ready|pass/.test(s) ? s : null;
+      return s && /groundcode: ready/.test(s) ? s : null;
     }, o.timeoutMs, "the groundcode status item to say ready");
     step(`status: ${out.status_ready}`);
     // the first suggestion (cold: the model's first prompt, the analyzer's first question):

@@ -39,6 +39,28 @@ function serverOptions(cfg) {
   return { command: cfg.get("command"), args, options: { env: process.env } };
 }
 
+// The model loads inside the server after it starts: its health (`groundcode.health`: the
+// model loaded, the analyzers running) is asked each second until the model is in.
+async function watchLoad(c, cfg, trusted) {
+  const where = trusted ? "trusted" : "untrusted";
+  for (let i = 0; i < 600 && client === c; i++) {
+    let h = null;
+    try {
+      h = await c.sendRequest("workspace/executeCommand", { command: "groundcode.health", arguments: [] });
+    } catch (e) {
+      output.appendLine(`health: ${e && e.message}`);
+      return;
+    }
+    if (h && h.model_loaded) {
+      const an = (h.analyzers || []).map((a) => a.name).join(", ") || "starting at the first question";
+      show("$(pass) groundcode", `groundcode: ready (${cfg.get("model")} loaded; analyzers: ${an}; ${where} workspace)`);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  if (client === c) show("$(warning) groundcode", "groundcode: the model is not loaded after 10 minutes (see the log)", true);
+}
+
 async function start() {
   const cfg = vscode.workspace.getConfiguration("groundcode");
   const trusted = vscode.workspace.isTrusted;
@@ -73,8 +95,10 @@ async function start() {
     },
   });
   client.onDidChangeState((e) => {
-    if (e.newState === State.Running) show("$(pass) groundcode", `groundcode: ready (${cfg.get("model")}, ${trusted ? "trusted" : "untrusted"} workspace)`);
-    else if (e.newState === State.Stopped) show("$(error) groundcode", "groundcode: the server stopped (see its log)", true);
+    if (e.newState === State.Running) {
+      show("$(sync~spin) groundcode", `groundcode: the server runs; loading ${cfg.get("model")}`);
+      watchLoad(client, cfg, trusted);
+    } else if (e.newState === State.Stopped) show("$(error) groundcode", "groundcode: the server stopped (see its log)", true);
   });
   try {
     await client.start();
