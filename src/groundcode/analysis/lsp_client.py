@@ -79,8 +79,9 @@ class LspAnalyzer:
         self.health_state = Health(server, self.repo, restart_backoff_s, max_backoff_s)
         # a server that marks every list incomplete (ty: auto-import candidates may follow as
         # the user types) while its members after a dot are all there (lsp_servers.py)
-        self.complete_members = lsp_servers.SERVERS[server].complete_members if server in lsp_servers.SERVERS else False
-        self.languages = lsp_servers.SERVERS[server].languages if server in lsp_servers.SERVERS else None
+        spec = lsp_servers.SERVERS.get(server)   # None: a command the caller gave (a test's server)
+        self.complete_members = spec.complete_members if spec else False
+        self.languages = spec.languages if spec else None       # the buffers it is sent (served)
         self._warm = False
         self._cache: OrderedDict = OrderedDict()
         self._cache_size = cache_size

@@ -40,6 +40,7 @@ from ..errors import GroundcodeError
 from . import lsp_text
 
 from ..lines import LINE_BREAK as _LINE_BREAK   # LSP's line breaks (str.splitlines knows more)
+from ..lines import offset
 
 
 @dataclass
@@ -291,10 +292,9 @@ class Completer:
         if selected is not None:          # the buffer as if the selected item were accepted
             start = min(index, lsp_text.to_index(cur, selected[0], encoding))
             forced, cur = selected[1], cur[:start] + selected[1] + cur[index:]
+            base = offset(text, line + 1, 0)
+            text = text[:base + start] + forced + text[base + index:]
             index = start + len(forced)
-            parts, breaks = list(lines), _LINE_BREAK.findall(text)
-            parts[line] = cur
-            text = "".join(p + b for p, b in itertools.zip_longest(parts, breaks, fillvalue=""))
         head = cur[:index]
         stop = lsp_text.stop_for(head) if self.stop == "auto" else self.stop
         with self._lock:
