@@ -113,12 +113,8 @@ class Generator:
 
     def running_analyzers(self) -> list[tuple]:
         """(name, root, process id or None) of every analyzer started, a chain's links apart."""
-        from .analysis.sdk import ChainAnalyzer
-        out = []
-        for key, a in list(self._analyzers.items()):
-            for p in (a.analyzers if isinstance(a, ChainAnalyzer) else [a]):
-                out.append((p.name, key[0], p.pid))
-        return out
+        from .analysis.base import links
+        return [(p.name, key[0], p.pid) for key, a in list(self._analyzers.items()) for p in links(a)]
 
     def analyzer_report(self) -> list[dict]:
         """Every analyzer's name, root, process id and health (status ok | degraded, reason)."""
@@ -150,22 +146,30 @@ class Generator:
         py = key[1]
         a = self._analyzers.get(key) or self._analyzers.get((root, py))   # set_analyzer serves all
         if a is None:
-            if server != "jedi":          # a language server (reads files, runs nothing)
-                from .analysis.lsp_client import LspAnalyzer
-                from .trust import search_paths, trusted
-                a = LspAnalyzer(root, server, deadline_s=m.deadline_s, hide_private=m.hide_private,
-                                hide_dunder=m.hide_dunder, paths=search_paths(root, python))
-                a.trusted = bool(trust) or trusted(root)  # recorded only: a server runs nothing
-            else:
-                from .analysis.jedi_client import JediAnalyzer
-                a = JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,
-                                 hide_dunder=m.hide_dunder, python=python, trust=trust)
+            fast, _, careful = server.partition("+")
+            a = self._single(fast, root, python, trust, m)
+            if careful:                   # a server's answers, checked by Jedi before a block
+                from .analysis.second_opinion import SecondOpinionAnalyzer
+                a = SecondOpinionAnalyzer(a, self._single(careful, root, python, trust, m))
             if m.sdk and server != "typescript":
                 from .analysis.sdk import ChainAnalyzer, SdkAnalyzer, botocore_version
                 if botocore_version():        # botocore installed: SDK first, else Jedi
                     a = ChainAnalyzer([SdkAnalyzer(), a])
             self._analyzers[key] = a
         return a
+
+    @staticmethod
+    def _single(server: str, root, python, trust, m):
+        if server != "jedi":              # a language server (reads files, runs nothing)
+            from .analysis.lsp_client import LspAnalyzer
+            from .trust import search_paths, trusted
+            a = LspAnalyzer(root, server, deadline_s=m.deadline_s, hide_private=m.hide_private,
+                            hide_dunder=m.hide_dunder, paths=search_paths(root, python))
+            a.trusted = bool(trust) or trusted(root)  # recorded only: a server runs nothing
+            return a
+        from .analysis.jedi_client import JediAnalyzer
+        return JediAnalyzer(root, deadline_s=m.deadline_s, hide_private=m.hide_private,
+                            hide_dunder=m.hide_dunder, python=python, trust=trust)
 
     def analyzer_for(self, ctx):
         """The analyzer of a context's repository, with its interpreter and trust, for its

@@ -175,11 +175,9 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
 
 
 def _check_analyzer(name: str) -> str:
-    """`--analyzer`: jedi, or an installed language server (a one-line error otherwise)."""
-    if name != "jedi":
-        from .analysis.lsp_servers import command
-        command(name)
-    return name
+    """`--analyzer`: jedi, an installed language server or SERVER+jedi (one-line error otherwise)."""
+    from .analysis.lsp_servers import check_analyzer
+    return check_analyzer(name)
 
 
 def _stop_for(stop: str, ctx) -> str:

@@ -41,6 +41,9 @@ class Analysis:
     failed: str | None = None        # "timeout", "error: ...", "empty": the monitor fails open
     kinds: dict = field(default_factory=dict, compare=False, hash=False)  # name -> jedi type
     hidden: frozenset[str] = frozenset()  # legal names never to be suggested (--hide-private)
+    # () -> ticket: a careful analyzer's opinion on this fast answer, asked only before a name it
+    # lacks is forbidden (analysis/second_opinion.py); None: this answer is final
+    second: Any = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +114,11 @@ class Analyzer(Protocol):
 
     def close(self) -> None:
         ...
+
+
+def links(analyzer) -> list:
+    """The single analyzers of a composite one (a chain, a second opinion; nested), in order."""
+    return [p for a in getattr(analyzer, "analyzers", None) or () for p in links(a)] or [analyzer]
 
 
 def empty_answer(query, failed: str) -> Any:

@@ -169,6 +169,19 @@ def installed(name: str) -> Path | None:
     return exe if ok else None
 
 
+def check_analyzer(name: str) -> str:
+    """`--analyzer`: jedi, an installed server, or SERVER+jedi (the server's member answers,
+    checked by Jedi before anything is forbidden: analysis/second_opinion.py); a one-line error
+    naming the install command otherwise."""
+    parts = name.split("+")
+    if len(parts) > 2 or "" in parts or (len(parts) == 2 and (parts[1] != "jedi" or parts[0] == "jedi")):
+        raise GroundcodeError(f"--analyzer {name!r}: jedi, an installed language server "
+                              "(groundcode analyzers list), or SERVER+jedi (e.g. ty+jedi)")
+    if parts[0] != "jedi":
+        command(parts[0])
+    return name
+
+
 def command(name: str) -> list[str]:
     """The command line that starts server `name` on stdio (a GroundcodeError naming the install
     command when it is not installed, or naming what it needs to run)."""

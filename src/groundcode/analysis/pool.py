@@ -127,9 +127,10 @@ class AnalyzerPool:
     def report(self) -> list[dict]:
         """Every analyzer, a chain's links apart: name, root, pid, and its health (ok when it
         cannot say)."""
+        from .base import links
         out = []
         for key, a in self.items():
-            for p in getattr(a, "analyzers", None) or [a]:
+            for p in links(a):
                 h = p.health() if hasattr(p, "health") else {"status": "ok", "reason": None}
                 out.append({"name": getattr(p, "name", type(p).__name__), "root": str(key[0]),
                             "pid": getattr(p, "pid", None), "status": h["status"], "reason": h["reason"]})

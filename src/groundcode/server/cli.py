@@ -91,9 +91,8 @@ def serve_cmd(
                               "pip install 'groundcode[serve]'") from None
     from .options import ServeOptions
     from .service import Service
-    if analyzer != "jedi":
-        from ..analysis.lsp_servers import command
-        command(analyzer)                     # not installed: one line now, not per request
+    from ..analysis.lsp_servers import check_analyzer
+    check_analyzer(analyzer)                  # not installed: one line now, not per request
     if python is not None and not python.expanduser().exists():
         raise GroundcodeError(f"--python: no such interpreter or environment: {python}")
     if not 0 < port < 65536:

@@ -93,9 +93,8 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         raise GroundcodeError(f"--lookahead must be >= 0, got {lookahead}")
     if suffix_tokens < 0:
         raise GroundcodeError(f"--suffix-tokens must be >= 0, got {suffix_tokens}")
-    if analyzer != "jedi":
-        from ..analysis.lsp_servers import command
-        command(analyzer)                     # not installed: one line now, not per request
+    from ..analysis.lsp_servers import check_analyzer
+    check_analyzer(analyzer)                  # not installed: one line now, not per request
     if stop not in ("auto", "line", "statement", "block"):
         raise GroundcodeError(f"--stop must be auto, line, statement or block, got {stop!r}")
     for w in workspace:

@@ -73,9 +73,10 @@ from .narrowing import Narrowing, is_dunder, name_run
 from .dereference_keys import _DOTTED, KeyPolicy, _digest  # noqa: F401
 from .dereference_spec import FREE, NARROW, PENDING, SPEC, WAIT, SpeculationLedger  # noqa: F401
 from .dereference_vocab import _VOCABULARY_FOR, VocabularySteering, _WithVocabulary  # noqa: F401
+from .dereference_second import SecondOpinion
 
 
-class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide):
+class DereferenceMonitor(KeyPolicy, VocabularySteering, SecondOpinion, SpeculationLedger, Guide):
     def __init__(self, analyzer, allow_bindings: bool = True, rollback: bool = True,
                  speculate: bool = True, horizon: int = 48, hide_dunder: bool = True,
                  verify_first: bool | None = None, waits: WaitPolicy | None = None,
@@ -183,28 +184,6 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
                 self.spec_typed, self.spec_done, self.record, self.checkpoint, self.dot_tokens,
                 self.name_end, self.free_ok, self.rollback_need, self._extra_names, self.late)
 
-    def tokens_in_chunks(self) -> None:
-        """An answer would always be past the horizon: no speculation; the row is held (not the
-        batch) until the answer lands (`holding`)."""
-        self.speculate, self.chunked = False, True
-
-    def holding(self, row: RowView) -> bool:
-        if not self.chunked or self.ticket is None or self.state not in (SPEC, FREE) or self.spec_typed:
-            return False
-        if self.ticket.result(0) is None:
-            # a reproducible run holds it until the answer lands (PatientWait's limit: a hung
-            # analyzer), never by a deadline that depends on the machine's load
-            limit = getattr(self.waits, "limit_s", None) if self.reproducible else None
-            if time.perf_counter() - self._asked_at < (limit or self.analyzer.deadline() or 2.0):
-                return True
-            self.record.reason = "timeout"        # failed open (the record says so already)
-            self._give_up(self.ticket)
-            self.ticket, self.state = None, WAIT
-        else:
-            self._poll_spec(row)                  # landed: the name is written under the mask
-        self._snap_cache = None
-        return False
-
     def snapshot(self) -> tuple:
         s = self._snap_cache
         if s is None:
@@ -274,6 +253,8 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         """Fill the record from the analysis and set the candidates; True when a mask can be
         built from it."""
         self.nar = self._narrowing(row, rec, a, self._extra_names)
+        if not self.verify_first:       # a mask-first host masks at once: by both opinions
+            self.nar = self._second_now(row, rec, self.nar, self._extra_names)
         return self.nar is not None
 
     def _narrowing(self, row: RowView, rec: TriggerRecord, a, extra: set) -> Narrowing | None:
@@ -303,7 +284,9 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         if steer is not None:           # the vocabulary: any of it accepted, `steer` suggested
             steer = steer | extra
             hide = (lambda n, v=steer, d=hide: n not in v or (d is not None and d(n)))
-        return Narrowing(row.vocab, names, hide=hide)
+        nar = Narrowing(row.vocab, names, hide=hide)
+        nar.second = a.second if steer is None else None    # a careful analyzer's, owed
+        return nar
 
     def _cursor_name(self, row: RowView, typed: str) -> None:
         """The user already wrote `typed` after the dot: it counts as the name's start."""
@@ -316,6 +299,12 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         else:                                     # the user's text is no member prefix
             self.record.failed_open, self.record.reason = True, "cursor name is no member prefix"
             self.state, self.nar = WAIT, None
+
+    def _fits_token(self, t: str) -> bool:
+        """NARROW: may a token with text `t` come next? One without text (EOS, a stop id) ends
+        the row: only after a whole name (`return self.` + EOS is no code)."""
+        nar = self.nar
+        return bool(t or nar.fits(nar.typed)) and nar.accepts(t) and not self._no_name(t)
 
     def _no_name(self, t: str) -> bool:
         """`t` (text right after a dot, nothing of the name written) ends the name empty where
@@ -351,10 +340,14 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
         WAIT: a free token containing a dot: if the dot is code, analyse and verify the name."""
         if self.state == NARROW and self.verify_first:
             t = row.vocab.texts[token]
-            # A token without text (EOS, a stop id) ends the row: only after a whole name
-            # (`accepts("")` holds for any prefix, and `return self.` + EOS is no code).
-            if (t or self.nar.fits(self.nar.typed)) and self.nar.accepts(t) and not self._no_name(t):
+            if self._fits_token(t):
                 return None
+            if self.nar.second is not None and not self.nar.need:   # a fast answer lacks it:
+                if self._ask_second(self.record, self.nar.typed):   # the careful one decides
+                    self.state = SPEC
+                    return None
+                if not self._confirm(row) or self._fits_token(t):
+                    return None
             ids = self.nar.allowed()
             if not len(ids):
                 return None             # nothing in the vocabulary fits: fail open
@@ -376,6 +369,15 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SpeculationLedger, Guide
             return None                 # advance() starts FREE speculation
         if self.nar.fits(name, complete) and not (name == "" and self._no_name(rest)):
             return None                 # consistent: advance() narrows or finishes
+        if self.nar.second is not None:   # a fast answer lacks it: the careful one decides
+            if self._ask_second(found[1], ""):
+                return None             # advance() speculates on the name (SPEC)
+            self.nar = self._second_now(row, found[1], self.nar, self._extra_names)
+            if self.nar is None:        # failed open
+                self._pending = (token, (j, None), n_triggers, None)
+                return None
+            if self.nar.fits(name, complete) and not (name == "" and self._no_name(rest)):
+                return None
         ids = self.nar.resample_ids(t[: j + 1])
         self._pending = (token, found, n_triggers, ids)
         return ids

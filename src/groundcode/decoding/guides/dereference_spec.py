@@ -1,11 +1,13 @@
 """The dereference monitor's speculation ledger (a mixin of DereferenceMonitor): a name decoded
 while its answer runs (SPEC), answers owed at the row's end or landing late, the verdict once an
 answer is in (keep, or roll back and redo under the mask), what a host that cannot roll back
-declines, and what of the row's text is final (`final_upto`) or may be shown when the row is
+declines, a chunked host's hold while an answer runs (`holding`), and what of the row's text is final (`final_upto`) or may be shown when the row is
 cut from outside (`end_at`: never a name not yet checked; tests/test_deadline_cut.py). The monitor's states are named here. Test: tests/test_speculation.py,
 tests/test_dereference_states.py.
 """
 from __future__ import annotations
+
+import time
 
 from .base import Rollback, RowView
 from .narrowing import name_run
@@ -14,6 +16,28 @@ WAIT, NARROW, FREE, PENDING, SPEC = "wait", "narrow", "free", "pending", "spec"
 
 
 class SpeculationLedger:
+    def tokens_in_chunks(self) -> None:
+        """An answer would always be past the horizon: no speculation; the row is held (not the
+        batch) until the answer lands (`holding`)."""
+        self.speculate, self.chunked = False, True
+
+    def holding(self, row: RowView) -> bool:
+        if not self.chunked or self.ticket is None or self.state not in (SPEC, FREE) or self.spec_typed:
+            return False
+        if self.ticket.result(0) is None:
+            # a reproducible run holds it until the answer lands (PatientWait's limit: a hung
+            # analyzer), never by a deadline that depends on the machine's load
+            limit = getattr(self.waits, "limit_s", None) if self.reproducible else None
+            if time.perf_counter() - self._asked_at < (limit or self.analyzer.deadline() or 2.0):
+                return True
+            self.record.reason = "timeout"        # failed open (the record says so already)
+            self._give_up(self.ticket)
+            self.ticket, self.state = None, WAIT
+        else:
+            self._poll_spec(row)                  # landed: the name is written under the mask
+        self._snap_cache = None
+        return False
+
     def rolled_back(self, row: RowView, proposal: Rollback) -> None:
         """Our proposal won: redo the trigger under the mask, no second chance to write freely."""
         nar, rec, need = proposal.payload
@@ -100,9 +124,14 @@ class SpeculationLedger:
                 if self.state == FREE:
                     self.state = PENDING
                     return self._decide(row)
-                return self._redo_under_mask(row)
-            self.state = WAIT
-            return self._scan(row, t, end)
+                if not self._ask_second(self.record, self.spec_typed):
+                    if not self._confirm(row) or self.nar.fits(self.spec_typed):
+                        self.state = WAIT                      # failed open, or a member
+                        return self._scan(row, t, end)
+                    return self._redo_under_mask(row)
+            else:
+                self.state = WAIT
+                return self._scan(row, t, end)
         if self.state == FREE:
             self.state = PENDING               # a binding needs no answer: see what follows
             return self._decide(row)
@@ -129,6 +158,13 @@ class SpeculationLedger:
             return None
         if self.state == FREE:
             return None                        # FREE with candidates known: may be a binding
+        if self._ask_second(self.record, self.spec_typed):
+            return None                        # the careful analyzer decides: still SPEC
+        if not self._confirm(row):
+            return None                        # failed open
+        if self.nar.fits(self.spec_typed, complete=False):
+            self.state = NARROW
+            return None
         return self._redo_under_mask(row)
 
     def _owe_answer(self, row: RowView) -> None:
@@ -159,6 +195,13 @@ class SpeculationLedger:
             nar = self._narrowing(row, rec, a, extra)
             if nar is None or nar.fits(name):
                 continue
+            if nar.second is not None:         # a fast answer lacks the name: ask the careful one
+                if not settling and self.speculate:
+                    keep.append(self._owed_second(row, entry))
+                    continue
+                nar = self._second_now(row, rec, nar, extra)
+                if nar is None or nar.fits(name):
+                    continue
             self.late = tuple(keep)
             return Rollback(checkpoint, "not a member", (nar, rec, need))
         self.late = tuple(keep)
@@ -213,7 +256,9 @@ class SpeculationLedger:
             # (`return self.` + EOS, or a name cut short, is rolled back and redone)
             elif self._answered(row, self.record, a) and not (
                     self.record.binding or self.nar.fits(self.spec_typed, complete=True)):
-                return self._redo_under_mask(row)
+                self.nar = self._second_now(row, self.record, self.nar, self._extra_names)
+                if self.nar is not None and not self.nar.fits(self.spec_typed, complete=True):
+                    return self._redo_under_mask(row)
             self.state = WAIT
         if self.late:
             return self._poll_late(row, settling=True)
@@ -228,6 +273,11 @@ class SpeculationLedger:
             self.ticket = None
             self.state = WAIT
             return None
+        if self.nar is not None and self.nar.second is not None:   # a fast answer lacks it
+            name = self.nar.typed or self.spec_typed
+            if not self._ask_second(self.record, name) and (not self._confirm(row) or self.nar.fits(name)):
+                self.state = WAIT                # failed open, or a member after all
+                return None
         if self.nar is None:             # not a binding, the answer still running: owe it
             self._owe_answer(row)
             t = row.vocab.texts[row.tokens[-1]]

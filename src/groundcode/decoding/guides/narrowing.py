@@ -58,7 +58,7 @@ def is_dunder(name: str) -> bool:
 
 
 class Narrowing:
-    __slots__ = ("vocab", "names", "cs", "visible", "need", "typed", "run", "no_follow", "follow", "_kept")
+    __slots__ = ("vocab", "names", "cs", "visible", "need", "typed", "run", "no_follow", "follow", "_kept", "second")
 
     def __init__(self, vocab, names, need: str = "", typed: str = "", hide=None, run=None,
                  no_follow: str = "", follow: str = ""):
@@ -73,6 +73,8 @@ class Narrowing:
         self.no_follow = no_follow
         self.follow = follow                      # "": any character may follow the name
         self._kept: dict = {}
+        self.second = None                        # () -> ticket: a careful analyzer's opinion,
+                                                  # asked before a name is forbidden (Analysis.second)
 
     # -- queries ------------------------------------------------------------------------------
     def _steer_cs(self, typed: str):
