@@ -12,6 +12,9 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 # idle work (lookahead) runs whatever else loads the machine: no test depends on the load
 # (test_drafts checks the busy rule itself); subprocesses inherit it
 os.environ["GROUNDCODE_BUSY_SHARE"] = "inf"
+# the commands' default analyzer, `auto`, is ty+jedi where ty is installed (scripts/test installs
+# it): tests name what they drive; test_second_opinion.py and test_lsp_analyzer.py drive `auto`
+os.environ.setdefault("GROUNDCODE_ANALYZER", "jedi")
 
 
 @pytest.fixture(scope="session")

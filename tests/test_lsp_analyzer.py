@@ -135,3 +135,17 @@ def test_complete_with_the_ty_analyzer_names_it_in_the_triggers(ty, shop_repo, t
     first = json.loads(r.stdout.strip().splitlines()[-1])["triggers"][0]
     assert first["analyzer"].endswith("ty") and first["receiver"] == "self"
     assert first["chosen"] in {"owner", "registry", "add", "last"} and not first["failed_open"], first
+
+
+def test_the_default_analyzer_is_ty_checked_by_jedi_where_ty_is_installed(ty, shop_repo, tiny_model_dir):
+    import json
+
+    from typer.testing import CliRunner
+
+    from groundcode.cli import app
+    r = CliRunner().invoke(app, ["complete", f"{shop_repo}/shop/cart.py:11:13", "--model", str(tiny_model_dir),
+                                 "--json", "-n", "6", "--no-server"], env={"GROUNDCODE_ANALYZER": "auto"})
+    assert r.exit_code == 0, r.output
+    first = json.loads(r.stdout.strip().splitlines()[-1])["triggers"][0]
+    assert first["analyzer"].endswith("ty+jedi") and first["receiver"] == "self"
+    assert first["chosen"] in {"owner", "registry", "add", "last"} and not first["failed_open"], first

@@ -193,10 +193,19 @@ def test_the_analyzer_unions_answers_and_falls_back_when_the_fast_one_knows_noth
     assert careful.asked[-1].__class__ is NamesQuery          # names: the careful analyzer's
     assert [x.name for x in links(empty)] == ["fast", "careful"]
 
+    careful.asked.clear()
+    an.ask(MembersQuery(None, "self", ("k2",), prefetch=True))   # a guess: the fast one's alone
+    assert careful.asked == []
 
-def test_the_analyzer_option_names_a_server_and_jedi():
+
+def test_the_analyzer_option_names_a_server_and_jedi(monkeypatch):
+    from groundcode.analysis import lsp_servers
     from groundcode.analysis.lsp_servers import check_analyzer
     assert check_analyzer("jedi") == "jedi"
+    monkeypatch.setattr(lsp_servers, "installed", lambda name: None)
+    assert check_analyzer("auto") == "jedi"                   # ty not installed: Jedi alone
+    monkeypatch.setattr(lsp_servers, "installed", lambda name: Path("/bin/true"))
+    assert lsp_servers.resolve_analyzer("auto") == "ty+jedi"
     for bad in ("jedi+ty", "ty+zuban", "ty+", "+jedi", "ty+jedi+jedi"):
         with pytest.raises(GroundcodeError, match="SERVER\\+jedi"):
             check_analyzer(bad)

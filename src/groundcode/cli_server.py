@@ -50,6 +50,8 @@ def _via_server(target, server, model, temperature, top_p, seed, max_new_tokens,
             path, name = parse_file_function(target)
         else:
             path, cur = parse_file_position(target)
+        from .analysis.lsp_servers import resolve_analyzer
+        analyzer = resolve_analyzer(analyzer)     # `auto`: what a server started here resolved
         found = find_server(server, path, model, analyzer)
         if found is None:
             return False

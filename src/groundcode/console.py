@@ -51,9 +51,10 @@ def analyzer_option():
     """`--analyzer` of complete, generate, serve and lsp (one definition): jedi or an installed
     language server; $GROUNDCODE_ANALYZER sets the default (a config key every command reads)."""
     import typer
-    return typer.Option("jedi", "--analyzer", envvar="GROUNDCODE_ANALYZER",
-                        help="jedi, or a language server installed with `groundcode analyzers install NAME` "
-                             "(ty, zuban, pyrefly, basedpyright, jedi-ls; `groundcode analyzers list`)")
+    return typer.Option("auto", "--analyzer", envvar="GROUNDCODE_ANALYZER",
+                        help="auto (ty's answers checked by Jedi before a block where ty is installed, "
+                             "else Jedi), jedi, a language server installed with `groundcode analyzers "
+                             "install NAME` (ty, zuban, pyrefly, basedpyright, jedi-ls), or SERVER+jedi")
 
 
 def analysis_deadline_option():

@@ -169,13 +169,24 @@ def installed(name: str) -> Path | None:
     return exe if ok else None
 
 
+def resolve_analyzer(name: str) -> str:
+    """`auto` (the commands' default): ty's member answers checked by Jedi before anything is
+    forbidden (`ty+jedi`, analysis/second_opinion.py) where ty is installed (`groundcode
+    analyzers install ty`), else Jedi alone (docs/ANALYZERS.md: in time on a busy machine);
+    any other name as it is."""
+    if name != "auto":
+        return name
+    return "ty+jedi" if installed("ty") is not None else "jedi"
+
+
 def check_analyzer(name: str) -> str:
-    """`--analyzer`: jedi, an installed server, or SERVER+jedi (the server's member answers,
-    checked by Jedi before anything is forbidden: analysis/second_opinion.py); a one-line error
-    naming the install command otherwise."""
+    """`--analyzer`: auto, jedi, an installed server, or SERVER+jedi (the server's member answers,
+    checked by Jedi before anything is forbidden: analysis/second_opinion.py); the name to use
+    (`auto` resolved), or a one-line error naming the install command."""
+    name = resolve_analyzer(name)
     parts = name.split("+")
     if len(parts) > 2 or "" in parts or (len(parts) == 2 and (parts[1] != "jedi" or parts[0] == "jedi")):
-        raise GroundcodeError(f"--analyzer {name!r}: jedi, an installed language server "
+        raise GroundcodeError(f"--analyzer {name!r}: auto, jedi, an installed language server "
                               "(groundcode analyzers list), or SERVER+jedi (e.g. ty+jedi)")
     if parts[0] != "jedi":
         command(parts[0])

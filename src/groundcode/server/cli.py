@@ -92,7 +92,7 @@ def serve_cmd(
     from .options import ServeOptions
     from .service import Service
     from ..analysis.lsp_servers import check_analyzer
-    check_analyzer(analyzer)                  # not installed: one line now, not per request
+    analyzer = check_analyzer(analyzer)       # not installed: one line now, not per request
     if python is not None and not python.expanduser().exists():
         raise GroundcodeError(f"--python: no such interpreter or environment: {python}")
     if not 0 < port < 65536:

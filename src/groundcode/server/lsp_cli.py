@@ -94,7 +94,7 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
     if suffix_tokens < 0:
         raise GroundcodeError(f"--suffix-tokens must be >= 0, got {suffix_tokens}")
     from ..analysis.lsp_servers import check_analyzer
-    check_analyzer(analyzer)                  # not installed: one line now, not per request
+    analyzer = check_analyzer(analyzer)       # not installed: one line now, not per request
     if stop not in ("auto", "line", "statement", "block"):
         raise GroundcodeError(f"--stop must be auto, line, statement or block, got {stop!r}")
     for w in workspace:
