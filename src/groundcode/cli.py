@@ -93,6 +93,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
          trust=False, names=False, max_prompt_tokens: int = 0, analyzer: str = "jedi",
          check_first: bool = False) -> None:
     _quiet_libraries()
+    from .analysis.lsp_servers import check_analyzer
     from .api import Generator
     t0 = time.perf_counter()
     live = None
@@ -107,7 +108,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
         monitor = MonitorConfig(enabled=not no_monitor, deadline_s=deadline, hide_private=hide_private,
                                 sdk=sdk, keywords=keywords, vocabulary=vocabulary, names=names,
                                 python=str(Path(python).expanduser()) if python else None,
-                                trust=trust, analyzer=_check_analyzer(analyzer))
+                                trust=trust, analyzer=check_analyzer(analyzer))
         prompt = PromptConfig(fim=fim, heal=heal, declarations=declarations,
                               max_prompt_tokens=max(0, int(max_prompt_tokens)))
         from .decoding.remote import is_remote
@@ -172,12 +173,6 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
     failed = sum(t.failed_open for t in out.triggers)
     if failed:
         err.print(f"[yellow]warning:[/yellow] {failed} analysis call(s) failed open (no constraint)")
-
-
-def _check_analyzer(name: str) -> str:
-    """`--analyzer`: jedi, an installed language server or SERVER+jedi (one-line error otherwise)."""
-    from .analysis.lsp_servers import check_analyzer
-    return check_analyzer(name)
 
 
 def _stop_for(stop: str, ctx) -> str:

@@ -367,7 +367,9 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SecondOpinion, Speculati
         complete = len(name) < len(rest)
         if self._binding_position(row, row.text + t[: j + 1]):
             return None                 # advance() starts FREE speculation
-        if self.nar.fits(name, complete) and not (name == "" and self._no_name(rest)):
+        def fits() -> bool:
+            return self.nar.fits(name, complete) and not (name == "" and self._no_name(rest))
+        if fits():
             return None                 # consistent: advance() narrows or finishes
         if self.nar.second is not None:   # a fast answer lacks it: the careful one decides
             if self._ask_second(found[1], ""):
@@ -376,7 +378,7 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SecondOpinion, Speculati
             if self.nar is None:        # failed open
                 self._pending = (token, (j, None), n_triggers, None)
                 return None
-            if self.nar.fits(name, complete) and not (name == "" and self._no_name(rest)):
+            if fits():
                 return None
         ids = self.nar.resample_ids(t[: j + 1])
         self._pending = (token, found, n_triggers, ids)

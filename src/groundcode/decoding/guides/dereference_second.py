@@ -59,15 +59,3 @@ class SecondOpinion:
             return False
         return True
 
-    def _owed_second(self, row: RowView, entry: tuple):
-        """An owed answer (`self.late`'s entry) landed without the name: its second opinion, as a
-        new entry owed in its place (speculating), or the union's narrowing now (settling);
-        None: nothing more to ask."""
-        ticket, rec, name, checkpoint, need, dot_tokens, extra = entry
-        a = ticket.result(0)
-        second = getattr(a, "second", None)
-        if second is None:
-            return None
-        rec.failed_open, rec.reason = True, "pending"
-        return (second(), rec, name, checkpoint, need, dot_tokens, extra)
-

@@ -1,7 +1,8 @@
 """The dereference monitor's speculation ledger (a mixin of DereferenceMonitor): a name decoded
 while its answer runs (SPEC), answers owed at the row's end or landing late, the verdict once an
 answer is in (keep, or roll back and redo under the mask), what a host that cannot roll back
-declines, a chunked host's hold while an answer runs (`holding`), and what of the row's text is final (`final_upto`) or may be shown when the row is
+declines, a chunked host's hold while an answer runs (`holding`), and what of the row's text is
+final (`final_upto`) or may be shown when the row is
 cut from outside (`end_at`: never a name not yet checked; tests/test_deadline_cut.py). The monitor's states are named here. Test: tests/test_speculation.py,
 tests/test_dereference_states.py.
 """
@@ -196,8 +197,9 @@ class SpeculationLedger:
             if nar is None or nar.fits(name):
                 continue
             if nar.second is not None:         # a fast answer lacks the name: ask the careful one
-                if not settling and self.speculate:
-                    keep.append(self._owed_second(row, entry))
+                if not settling and self.speculate:   # owed in its place: the union
+                    rec.failed_open, rec.reason = True, "pending"
+                    keep.append((nar.second(), *entry[1:]))
                     continue
                 nar = self._second_now(row, rec, nar, extra)
                 if nar is None or nar.fits(name):
