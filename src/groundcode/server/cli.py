@@ -61,7 +61,7 @@ def serve_cmd(
                                    help="largest max_tokens / n_predict a request may ask"),
     max_body: int = typer.Option(2 << 20, "--max-body-bytes", help="largest request body"),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 …"),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="float32, bfloat16, float16, int8 (CPU) "
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="float32, bfloat16, float16, int8 (CPU), gguf (CPU: llama.cpp) "
                                         "(default: bfloat16 on a CPU with AVX512-BF16/AMX, else "
                                         "float32; bfloat16 on CUDA)"),
     no_prewarm: bool = typer.Option(False, "--no-prewarm", help="do not prewarm the analyzers"),

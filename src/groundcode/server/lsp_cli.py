@@ -23,7 +23,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             workspace: List[Path] = typer.Option([], "--workspace", "-w", help="analyzer root "
                                                  "(repeatable; the editor's workspace folders are added)"),
             device: Optional[str] = typer.Option(None, help="cpu, cuda, ..."),
-            dtype: Optional[str] = typer.Option(None, help="float32, bfloat16, float16, int8 (CPU) (default: bfloat16 "
+            dtype: Optional[str] = typer.Option(None, help="float32, bfloat16, float16, int8 (CPU), gguf (CPU: llama.cpp) (default: bfloat16 "
                                                 "on a CPU with AVX512-BF16/AMX, else float32; bfloat16 on CUDA)"),
             max_new_tokens: int = typer.Option(64, "--max-new-tokens", "-n", help="cap per completion; "
                                                "a completion normally ends at its line, statement or block"),
