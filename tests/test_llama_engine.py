@@ -35,6 +35,11 @@ class CellRunner:
     @torch.inference_mode()
     def decode(self, tokens, positions, seqs, wanted):
         self.decodes.append(len(tokens))
+        positions = list(positions)
+        for s in set(seqs):
+            held = self.cells.get(s, {})
+            new = [p for p, q in zip(positions, seqs) if q == s]
+            assert not held or max(held) < min(new), f"sequence {s} holds positions past {min(new)}"
         for t, p, s in zip(tokens, positions, seqs):
             cells = self.cells.setdefault(s, {})
             assert p not in cells, f"position {p} of sequence {s} fed twice"
@@ -44,7 +49,6 @@ class CellRunner:
             if w:
                 cells = self.cells[s]
                 ids = [cells[q] for q in range(p + 1)]          # a hole: KeyError
-                assert max(cells) == p, "the sequence holds positions past the one decoded"
                 out.append(self.model(input_ids=torch.tensor([ids])).logits[0, -1].float().numpy())
         return np.stack(out)
 
@@ -126,6 +130,18 @@ def test_a_prompt_reuses_the_kept_prompts_common_prefix(tiny_lm):
     assert torch.equal(logits, fresh)
     seq.release()
     assert eng.prefill(second)[2] == len(second) - 1      # the last token is fed for its logits
+
+
+def test_token_probabilities_are_the_models_own(tiny_lm):
+    from groundcode.decoding.probabilities import token_probabilities
+    _, eng = _engines(tiny_lm)
+    prompt = _ids(tiny_lm, "class Cart:\n    def add(self, item):\n        self.")
+    tokens = _ids(tiny_lm, "items.append(item)")
+    eng.prefill(prompt)                                   # the kept prompt's prefix is reused
+    got = eng.token_probabilities(prompt, tokens)
+    want = token_probabilities(tiny_lm.model, prompt, tokens)
+    assert np.allclose(got, want, atol=1e-5) and len(got) == len(tokens)
+    assert sorted(eng._free) == list(range(1, eng.runner.n_seq))
 
 
 def test_the_session_serves_a_gguf_model_as_it_serves_the_torch_model(tiny_lm):

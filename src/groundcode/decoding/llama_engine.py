@@ -99,6 +99,29 @@ class LlamaEngine:
                 on_event(ev)
         return run.outputs
 
+    def token_probabilities(self, prompt_ids: list[int], tokens: list[int]) -> list[float]:
+        """probabilities.token_probabilities on llama.cpp: the model's own probability of each
+        token (DAG++'s confidence), in a sequence of its own (the kept prompt's prefix reused)."""
+        if not tokens:
+            return []
+        ids, first = list(prompt_ids) + list(tokens), len(prompt_ids) - 1
+        seq = self.new_seq()
+        try:
+            start = min(self.reuse(seq, ids), first)      # position `first` must be computed
+            self.cut(seq, start)
+            parts = []
+            for a in range(start, len(ids) - 1, BATCH):
+                part = ids[a: min(a + BATCH, len(ids) - 1)]
+                wanted = [a + i >= first for i in range(len(part))]
+                if any(wanted):
+                    parts.append(self.decode(part, range(a, a + len(part)), [seq.id] * len(part), wanted))
+                else:
+                    self.decode(part, range(a, a + len(part)), [seq.id] * len(part), wanted)
+        finally:
+            seq.release()
+        probs = torch.softmax(torch.cat(parts).float(), dim=-1)
+        return probs.gather(1, torch.tensor(tokens).unsqueeze(1)).squeeze(1).tolist()
+
     def close(self) -> None:
         with self._lock:
             self.runner.close()

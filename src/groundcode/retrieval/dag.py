@@ -163,7 +163,9 @@ class DagLoop:
             in_index = bool(name) and self.index.exists(name, it.namespace)
             conf = 0.0
             if name and self.cfg.trigger in ("confidence", "dagpp"):
-                probs = token_probabilities(self.gen.lm.model, prompt_ids, out.tokens)
+                own = getattr(self.gen.engine, "token_probabilities", None)     # llama.cpp's
+                probs = own(prompt_ids, out.tokens) if own is not None else \
+                    token_probabilities(self.gen.lm.model, prompt_ids, out.tokens)
                 conf = name_confidence(texts, out.tokens, probs, owed, name)   # tokens hold owed
             fired = decide(self.cfg.trigger, in_index, conf, self.cfg.threshold)
             r = DagResult(text, text, fired, name, in_index, round(conf, 4), triggers=list(out.triggers))
