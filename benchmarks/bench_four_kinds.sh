@@ -9,7 +9,8 @@
 #
 #   bash benchmarks/bench_four_kinds.sh      (env: RECIPE=standing|heldout, KINDS="name import",
 #        LIMIT=60 per kind, ARMS="monitored monitored+names", MODEL=smollm2-135m, R=results dir,
-#        W=work dir outside the repository, OMP_NUM_THREADS to share the cores)
+#        W=work dir outside the repository, DTYPE=gguf|int8|... (default: the loader's),
+#        OMP_NUM_THREADS to share the cores)
 # Builds the tasks once into ~/.cache/groundcode/bench/$RECIPE-four (groundcode bench build
 # --recipe $RECIPE --kinds name,call,import). Writes $R/summary.json, $R/paired_<b>_vs_<a>_<kind>.json
 # and the samples/results JSONL to $W (they quote package code: outside the repository).
@@ -34,7 +35,7 @@ KLIST=$(echo "$KINDS" | tr ' ' ',')
 for A in $ARMS; do
   # shellcheck disable=SC2046
   $GC bench run "$BENCH/tasks.jsonl" --kinds "$KLIST" --limit "$LIMIT" --config "$A" $(flags "$A") \
-    --max-new-tokens 96 --max-prompt-tokens 1024 --model "$MODEL" --out "$W/samples.jsonl"
+    --max-new-tokens 96 --max-prompt-tokens 1024 --model "$MODEL" ${DTYPE:+--dtype "$DTYPE"} --out "$W/samples.jsonl"
 done
 $GC bench run "$BENCH/tasks.jsonl" --kinds "$KLIST" --limit "$LIMIT" --config reference --oracle --out "$W/samples.jsonl"
 $GC bench score "$BENCH/tasks.jsonl" "$W/samples.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json"
@@ -49,5 +50,6 @@ out, recipe, model, limit, kinds = sys.argv[1:6]
 json.dump({"commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
            "recipe": recipe, "model": model, "limit_per_kind": int(limit), "kinds": kinds.split(),
            "load_avg_1m_at_end": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
-           "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}, open(out, "w"), indent=2)
+           "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "dtype": os.environ.get("DTYPE")},
+          open(out, "w"), indent=2)
 PY

@@ -1,18 +1,21 @@
-"""The CPU engines on the registry's own GGUF files: groundcode bfloat16, groundcode int8, llama.cpp.
+"""The CPU engines on the registry's own GGUF files: groundcode bfloat16, int8 and gguf, and llama.cpp.
 
     .venv/bin/python benchmarks/cpu_engines.py                       # both registry models
     .venv/bin/python benchmarks/cpu_engines.py --models smollm2-135m --engines bfloat16,int8
 
-llama.cpp is llama-cpp-python built by recipes/llama_cpp_server.sh (its own venv, --llama-python);
-it runs the GGUF the pull verified (assembled from the model's wheels), as shipped. groundcode
-runs the HF directory the pull converted from that same file, in bfloat16 or with int8 linear
-layers (models/quantize.py). Each (model, engine) is one process, one at a time, --threads each
+llama.cpp is llama-cpp-python: this interpreter's where it has it (`pip install
+'groundcode[gguf]'`, the build groundcode's gguf engine runs on), else the venv of
+recipes/llama_cpp_server.sh (--llama-python); it runs the GGUF the pull verified (assembled
+from the model's wheels), as shipped. groundcode runs the HF directory the pull converted from
+that same file, in bfloat16 or with int8 linear layers (models/quantize.py), or the GGUF file
+itself on llama.cpp (`--dtype gguf`, decoding/llama_engine.py: groundcode's row step on llama.cpp's
+logits). Each (model, engine) is one process, one at a time, --threads each
 (benchmarks/_engine_probe.py): load seconds and resident memory; for prompts of 64, 1,024 and
 2,048 tokens (the tail of real code) prefill ms and decode ms per token (greedy, the KV cache);
 an editor line (a 1,024-token prompt cut at a line start inside a function; greedy to the end
 of the line): first token and full line ms. Quality (groundcode's engines): bits per character
-on the model-quality set (benchmarks/model_quality.py's held-out packages), per file, so int8
-against bfloat16 is paired (a bootstrap interval of the relative difference).
+on the model-quality set (benchmarks/model_quality.py's held-out packages), per file, so each
+dtype against bfloat16 is paired (a bootstrap interval of the relative difference).
 Prints a table, writes benchmarks/results/cpu_engines.json (or --out) with the machine and the
 load average before and after. Not a test: nothing asserts.
 """
@@ -115,7 +118,7 @@ def paired_bpc(a: list, b: list, seed: int = 0, n: int = 2000) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", nargs="*", default=["smollm2-135m", "qwen2.5-coder-0.5b"])
-    ap.add_argument("--engines", default="bfloat16,int8,llama.cpp")
+    ap.add_argument("--engines", default="bfloat16,int8,gguf,llama.cpp")
     ap.add_argument("--llama-python", default=None, help="the interpreter with llama-cpp-python "
                     "(default: this one if it has it, else recipes/llama_cpp_server.sh's venv)")
     ap.add_argument("--threads", type=int, default=2)

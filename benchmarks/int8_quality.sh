@@ -21,5 +21,5 @@ for dt in bfloat16 "$DTYPE"; do
     --max-new-tokens 96 --max-prompt-tokens 1024 --model "$MODEL" --out "$W/samples.jsonl"
 done
 $GC bench score "$T" "$W/samples.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json"
-.venv/bin/python benchmarks/paired_diff.py "$W/results.jsonl" --a monitored-bfloat16 --b "monitored-$DTYPE" \
+${PY:-.venv/bin/python} benchmarks/paired_diff.py "$W/results.jsonl" --a monitored-bfloat16 --b "monitored-$DTYPE" \
   --kind dereference --out "$R/paired_${DTYPE}_vs_bfloat16.json"

@@ -18,9 +18,22 @@ def test_cpu_flags_are_read():
     assert not load.cpu_has_bf16(OLD) and not load.cpu_has_bf16("")
 
 
+def test_default_is_gguf_where_llama_cpp_loads_and_the_model_is_a_registry_model(monkeypatch):
+    monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: True)
+    monkeypatch.setattr(load, "gguf_available", lambda: True)
+    assert load.serving_dtype(None, "cpu") == load.GGUF                       # the default model
+    assert load.serving_dtype(None, "cpu", "qwen2.5-coder-0.5b") == load.GGUF
+    assert load.serving_dtype(None, "cpu", "tiny") == "int8"                  # no GGUF file
+    assert load.serving_dtype(None, "cpu", "/models/mine") == "int8"
+    assert load.serving_dtype("bfloat16", "cpu") == "bfloat16"                # explicit wins
+    monkeypatch.setattr(load, "gguf_available", lambda: False)                # not installed
+    assert load.serving_dtype(None, "cpu") == "int8"
+
+
 def test_default_is_int8_on_a_bf16_cpu_and_float32_elsewhere(monkeypatch):
     import torch
     from groundcode.models import quantize
+    monkeypatch.setattr(load, "gguf_available", lambda: False)
     monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: True)
     assert load.serving_dtype(None, "cpu") == "int8"
     assert load.serving_dtype("auto", "cpu") == "int8"
@@ -40,7 +53,7 @@ def test_the_default_loads_and_generates(monkeypatch):
     from groundcode.config import SamplingConfig
     from groundcode.session import Request
     monkeypatch.setattr(load, "cpu_has_bf16", lambda cpuinfo=None: True)
-    with Generator("tiny", device="cpu", dtype=load.serving_dtype(None, "cpu")) as gen:
+    with Generator("tiny", device="cpu", dtype=load.serving_dtype(None, "cpu", "tiny")) as gen:
         assert gen.lm.dtype == "int8"
         g = gen.session.submit(Request(prompt_text="def add(a, b):\n    return",
                                        sampling=SamplingConfig(max_new_tokens=4))).result(timeout=120)[0]
@@ -73,6 +86,10 @@ def test_serve_passes_the_default(monkeypatch, tmp_path):
     with pytest.raises(_Seen):
         Service(ServeOptions(workspaces=[tmp_path], model="tiny", device="cpu", dtype="float32"))
     assert seen["dtype"] == "float32"
+    monkeypatch.setattr(load, "gguf_available", lambda: True)      # the registry model's file
+    with pytest.raises(_Seen):
+        Service(ServeOptions(workspaces=[tmp_path], model="smollm2-135m", device="cpu"))
+    assert seen["dtype"] == load.GGUF
 
 
 def test_lsp_passes_the_default(monkeypatch, tmp_path):

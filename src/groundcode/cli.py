@@ -117,7 +117,7 @@ def _run(ctx_factory, model, device, dtype, temperature, top_p, seed, max_new_to
             # (`generate`) keeps the loader's (float32 on a CPU): with bfloat16 the README's
             # main job picked `self.owner.latest_update()` instead of `self.registry.…`
             from .models.load import serving_dtype
-            dtype = serving_dtype(dtype, device)
+            dtype = serving_dtype(dtype, device, model)
         if stream is None:      # stream to a terminal, print at the end into a pipe
             stream = not as_json and sys.stdout.isatty()
         with err.status("loading model…", spinner="dots") if not as_json else _null():
@@ -226,8 +226,8 @@ _DEVICE = typer.Option(None, help="cpu, cuda, cuda:1 … (default: CUDA when pre
 _DTYPE = typer.Option(None, help="float32, bfloat16, float16, int8 (CPU: int8 linear layers), gguf "
                       "(CPU: the registry model's GGUF file on llama.cpp; pip install 'groundcode[gguf]') "
                       "(default: bfloat16 on CUDA; on a CPU, "
-                      "complete loads what groundcode serve does — bfloat16 with AVX512-BF16/AMX — and "
-                      "generate float32)")
+                      "complete loads what groundcode serve does — gguf where llama-cpp-python is "
+                      "installed, else int8 with AVX512-BF16/AMX — and generate float32)")
 _TEMP = typer.Option(0.0, "--temperature", "-t", help="0 = greedy; > 0 samples")
 _TOPP = typer.Option(1.0, "--top-p", help="nucleus sampling, in (0, 1]")
 _SEED = typer.Option(0, "--seed")

@@ -64,7 +64,9 @@ class LlamaEngine:
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos)
         self.width = vocab.size
         self.max_rows = max_rows
-        self.runner = runner if runner is not None else lm.model.runner(n_seq=2 * max_rows + 1)
+        # sequences: the kept prompt, and a few per row (sessions sharing this engine, a prefill
+        # under way, lookahead rows); a unified cache costs nothing per sequence
+        self.runner = runner if runner is not None else lm.model.runner(n_seq=min(256, 4 * max_rows + 1))
         self._lock = threading.RLock()       # one llama.cpp context: one call at a time
         self._free = list(range(self.runner.n_seq - 1, KEPT, -1))
         self._kept: list[int] = []           # the tokens sequence KEPT holds
@@ -113,10 +115,7 @@ class LlamaEngine:
             for a in range(start, len(ids) - 1, BATCH):
                 part = ids[a: min(a + BATCH, len(ids) - 1)]
                 wanted = [a + i >= first for i in range(len(part))]
-                if any(wanted):
-                    parts.append(self.decode(part, range(a, a + len(part)), [seq.id] * len(part), wanted))
-                else:
-                    self.decode(part, range(a, a + len(part)), [seq.id] * len(part), wanted)
+                parts.append(self.decode(part, range(a, a + len(part)), [seq.id] * len(part), wanted))
         finally:
             seq.release()
         probs = torch.softmax(torch.cat(parts).float(), dim=-1)

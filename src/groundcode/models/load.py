@@ -147,17 +147,32 @@ def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
     return False
 
 
-def serving_dtype(dtype: str | None, device: str | None) -> str | None:
+def gguf_available() -> bool:
+    """Whether llama-cpp-python loads here (`--dtype gguf`; the `gguf` extra)."""
+    try:
+        import llama_cpp  # noqa: F401
+    except Exception:               # not installed, or its library does not load
+        return False
+    return True
+
+
+def serving_dtype(dtype: str | None, device: str | None, model=None) -> str | None:
     """The dtype `groundcode serve`, `groundcode lsp` and `groundcode complete` load when `--dtype`
-    is not given: on a CPU with native bfloat16 (cpu_has_bf16), int8 linear layers with bfloat16
-    activations (models/quantize.py: decodes ~1.6x faster than bfloat16 with the same bits per
-    character, benchmarks/results/cpu_engines.json), or bfloat16 where torch lacks the int8
-    kernel; otherwise the loader's default (pick_dtype: bfloat16 on CUDA, float32 on other CPUs:
-    without native bfloat16 the int8 kernel is no faster than float32). A dtype given
-    explicitly wins."""
+    is not given, on a CPU: `gguf` (the registry model's GGUF file on llama.cpp: decodes 2-3x
+    faster than int8 with bits per character within 0.22% of bfloat16, and the editor's full line
+    p75 -59%, docs/EDITORS.md) where llama-cpp-python is installed and the model is a registry
+    model; else, on a CPU with native bfloat16 (cpu_has_bf16), int8 linear layers with bfloat16
+    activations (models/quantize.py: ~1.6x faster than bfloat16, the same bits per character),
+    or bfloat16 where torch lacks the int8 kernel; otherwise the loader's default (pick_dtype:
+    bfloat16 on CUDA, float32 on other CPUs: without native bfloat16 the int8 kernel is no faster
+    than float32). A dtype given explicitly wins."""
     if dtype and dtype != "auto":
         return dtype
-    if pick_device(device).startswith("cpu") and cpu_has_bf16():
+    if not pick_device(device).startswith("cpu"):
+        return None
+    if (model is None or str(model) in REGISTRY) and gguf_available():
+        return GGUF
+    if cpu_has_bf16():
         from .quantize import available
         return "int8" if available() else "bfloat16"
     return None

@@ -62,8 +62,7 @@ def serve_cmd(
     max_body: int = typer.Option(2 << 20, "--max-body-bytes", help="largest request body"),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 …"),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="float32, bfloat16, float16, int8 (CPU), gguf (CPU: llama.cpp) "
-                                        "(default: bfloat16 on a CPU with AVX512-BF16/AMX, else "
-                                        "float32; bfloat16 on CUDA)"),
+                                        "(default on a CPU: gguf where llama-cpp-python is installed and the model is a registry model, else int8 with AVX512-BF16/AMX, else float32; bfloat16 on CUDA)"),
     no_prewarm: bool = typer.Option(False, "--no-prewarm", help="do not prewarm the analyzers"),
     lookahead: int = typer.Option(2, "--lookahead", help="after a cursor suggestion, this many "
                                   "rows with other first characters run while the server is "

@@ -23,8 +23,8 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
             workspace: List[Path] = typer.Option([], "--workspace", "-w", help="analyzer root "
                                                  "(repeatable; the editor's workspace folders are added)"),
             device: Optional[str] = typer.Option(None, help="cpu, cuda, ..."),
-            dtype: Optional[str] = typer.Option(None, help="float32, bfloat16, float16, int8 (CPU), gguf (CPU: llama.cpp) (default: bfloat16 "
-                                                "on a CPU with AVX512-BF16/AMX, else float32; bfloat16 on CUDA)"),
+            dtype: Optional[str] = typer.Option(None, help="float32, bfloat16, float16, int8 (CPU), gguf (CPU: llama.cpp) "
+                                                "(default on a CPU: gguf where llama-cpp-python is installed and the model is a registry model, else int8 with AVX512-BF16/AMX, else float32; bfloat16 on CUDA)"),
             max_new_tokens: int = typer.Option(64, "--max-new-tokens", "-n", help="cap per completion; "
                                                "a completion normally ends at its line, statement or block"),
             stop: str = typer.Option("auto", "--stop", help="auto: a block after a ':' that opens one, "
@@ -112,7 +112,7 @@ def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms,
         from ..session import Session
         gen = Generator(model, MonitorConfig(enabled=not no_monitor, analyzer=analyzer,
                                              deadline_s=analysis_deadline), device=device,
-                        dtype=serving_dtype(dtype, device), prompt=PromptConfig(suffix_tokens=suffix_tokens))
+                        dtype=serving_dtype(dtype, device, model), prompt=PromptConfig(suffix_tokens=suffix_tokens))
         Session(gen, lookahead=lookahead)     # the generator's session: the editor's
         return gen
 

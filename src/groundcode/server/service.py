@@ -97,7 +97,7 @@ class Service:
                       "remote_constraint": opts.remote_constraint,
                       "api_key": os.environ.get("GROUNDCODE_REMOTE_API_KEY")} if is_remote(opts.model) else {}
             from ..models.load import serving_dtype
-            dtype = opts.dtype if remote else serving_dtype(opts.dtype, opts.device)
+            dtype = opts.dtype if remote else serving_dtype(opts.dtype, opts.device, opts.model)
             from ..config import PromptConfig
             generator = Generator(opts.model, MonitorConfig(deadline_s=opts.analysis_deadline_s,
                                                             python=opts.python,
