@@ -154,6 +154,11 @@ def test_the_session_serves_a_gguf_model_as_it_serves_the_torch_model(tiny_lm):
             return [st.result(timeout=60)[0].completion for st in streams]
     lm = _lm(tiny_lm)
     assert run(lm) == run(tiny_lm)
+    with Generator(_lm(tiny_lm), MonitorConfig(enabled=False)) as gen:     # an editor's session:
+        from groundcode.session import Session                             # no lookahead rows,
+        sess = Session(gen, lookahead=2)                                   # which only make drafts
+        assert sess._sched.drafter is None and sess._sched.lookahead == 0
+        sess.close()
     assert len(lm.model.runners) == 1 and lm.model.runners[0].ctx is None   # closed with the generator
 
 

@@ -46,7 +46,10 @@ class Session:
         else:
             from .decoding.drafts import Drafter
             from .decoding.scheduler import Scheduler
-            drafter = (drafts if isinstance(drafts, Drafter) else Drafter(lookup=False)) if drafts else None
+            # llama.cpp's engine feeds one token per row: no drafts, so no lookahead (its rows
+            # only make drafts)
+            if drafts and getattr(generator.engine, "drafts", True):
+                drafter = drafts if isinstance(drafts, Drafter) else Drafter(lookup=False)
         self.generator = generator
         self._sched = Scheduler(generator, max_rows=max_rows or generator.batch_rows,
                                 prefix_cache_bytes=prefix_cache_bytes, prefill_chunk=prefill_chunk,

@@ -51,7 +51,8 @@ class _Seq:
 
 class LlamaEngine:
     remote = False
-    multi_token = False              # one token per row per forward: no drafts
+    multi_token = False              # one token per row per forward:
+    drafts = False                   # no drafts, so no lookahead rows (session.py)
     can_preempt = False
     device = "cpu"
 
