@@ -18,6 +18,7 @@ Test: tests/test_llama_engine.py (a runner double with the same four calls).
 from __future__ import annotations
 
 import ctypes
+import logging
 import threading
 
 import numpy as np
@@ -27,17 +28,24 @@ from ..errors import GroundcodeError
 BATCH = 512           # tokens per llama_decode (a longer prompt is fed in chunks of this)
 _INIT = threading.Lock()
 _BACKEND = False
+_LOG_CB = None
+log = logging.getLogger("groundcode.llama_cpp")
 
 
 def _lib():
+    global _LOG_CB
     try:
         import llama_cpp
-        from llama_cpp._logger import set_verbose
     except ImportError:
         raise GroundcodeError("--dtype gguf runs the model's GGUF file with llama.cpp, which is not "
                               "installed: pip install 'groundcode[gguf]' (llama-cpp-python, built "
                               "from source with the machine's C++ compiler and cmake)") from None
-    set_verbose(False)
+    if _LOG_CB is None:      # llama.cpp's messages go to this logger at debug level, not stderr
+        @llama_cpp.llama_log_callback      # (loading qwen's file logs a harmless "error" about
+        def _log(level, text, user_data):  # its '</s>' token); failures raise GroundcodeError
+            log.debug("%s", text.decode("utf-8", "replace").rstrip())
+        _LOG_CB = _log                     # kept: llama.cpp calls it for the process's life
+        llama_cpp.llama_log_set(_LOG_CB, ctypes.c_void_p(0))
     return llama_cpp
 
 
