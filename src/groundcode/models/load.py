@@ -160,7 +160,7 @@ def serving_dtype(dtype: str | None, device: str | None, model=None) -> str | No
     """The dtype `groundcode serve`, `groundcode lsp` and `groundcode complete` load when `--dtype`
     is not given, on a CPU: `gguf` (the registry model's GGUF file on llama.cpp: decodes 2-3x
     faster than int8 with bits per character within 0.22% of bfloat16, and the editor's full line
-    p75 -59%, docs/EDITORS.md) where llama-cpp-python is installed and the model is a registry
+    p75 -66%, docs/EDITORS.md) where llama-cpp-python is installed and the model is a registry
     model; else, on a CPU with native bfloat16 (cpu_has_bf16), int8 linear layers with bfloat16
     activations (models/quantize.py: ~1.6x faster than bfloat16, the same bits per character),
     or bfloat16 where torch lacks the int8 kernel; otherwise the loader's default (pick_dtype:
