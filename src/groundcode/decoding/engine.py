@@ -145,9 +145,14 @@ class Engine:
         cache = out.cache if self._cache_arg == "cache" else out.past_key_values
         return logits[..., : self.width].float(), cache
 
+    def token_probabilities(self, prompt_ids: list[int], tokens: list[int]) -> list[float]:
+        """The model's own probability of each token (probabilities.py; DAG++'s confidence)."""
+        from .probabilities import token_probabilities
+        return token_probabilities(self.model, prompt_ids, tokens)
+
     def prefill(self, prompt: list[int], prefix_cache=None, cancelled=None, chunk: int = PREFILL_CHUNK):
         """One prompt alone, to the end (see `Prefill`); None when `cancelled()` turned true."""
-        p = Prefill(self, prompt, prefix_cache, chunk)
+        p = self.new_prefill(prompt, prefix_cache, chunk)
         while not p.step():
             if cancelled is not None and cancelled():
                 return None

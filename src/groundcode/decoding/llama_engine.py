@@ -29,7 +29,7 @@ import weakref
 import torch
 
 from .detokenize import Detokenizer
-from .engine import PREFILL_CHUNK, Batch, Decoding
+from .engine import PREFILL_CHUNK, Batch, Engine
 from .llama_cpp import BATCH
 from .rows import Row
 from .step import RowStep
@@ -72,9 +72,8 @@ class LlamaEngine:
         self._free = list(range(self.runner.n_seq - 1, KEPT, -1))
         self._kept: list[int] = []           # the tokens sequence KEPT holds
 
-    # -- the engine's shape (engine.Engine) -----------------------------------------------------
-    def row(self, spec, sampling, index: int = 0) -> Row:
-        return Row(self, spec, sampling, index)
+    # -- the engine's shape: engine.Engine's own methods, over this engine's batch and prefill --
+    row, prefill, stream, generate = Engine.row, Engine.prefill, Engine.stream, Engine.generate
 
     def preemptible(self, check) -> None:
         """llama.cpp's forward is not abandoned midway: idle work gives way between forwards."""
@@ -84,23 +83,6 @@ class LlamaEngine:
 
     def new_prefill(self, prompt: list[int], prefix_cache=None, chunk: int = PREFILL_CHUNK) -> "LlamaPrefill":
         return LlamaPrefill(self, prompt, chunk)
-
-    def prefill(self, prompt: list[int], prefix_cache=None, cancelled=None, chunk: int = PREFILL_CHUNK):
-        p = LlamaPrefill(self, prompt, chunk)
-        while not p.step():
-            if cancelled is not None and cancelled():
-                return None
-        return p.logits, p.layers, p.cached
-
-    def stream(self, specs, sampling, drafter=None) -> Decoding:
-        return Decoding(self, specs, sampling, None)
-
-    def generate(self, specs, sampling, on_event=None, drafter=None):
-        run = self.stream(specs, sampling)
-        for ev in run:
-            if on_event is not None:
-                on_event(ev)
-        return run.outputs
 
     def token_probabilities(self, prompt_ids: list[int], tokens: list[int]) -> list[float]:
         """probabilities.token_probabilities on llama.cpp: the model's own probability of each
@@ -228,9 +210,6 @@ class LlamaBatch(Batch):
         self.rows: list[Row] = []
         self.logits: torch.Tensor | None = None
         self.rowstep = RowStep(engine, self._cut_columns, polls=True)
-
-    def __len__(self) -> int:
-        return len(self.rows)
 
     @property
     def nbytes(self) -> int:

