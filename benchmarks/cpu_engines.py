@@ -45,12 +45,13 @@ def llama_python() -> str:
 
 
 def gguf_for(name: str) -> Path:
-    """The registry model's GGUF, assembled once from its pulled (hash-checked) wheels: the file
-    `--dtype gguf` runs (models/load.py)."""
+    """The file `--dtype gguf` runs (models/load.engine_gguf: the registry model's GGUF, assembled
+    once from its pulled, hash-checked wheels, requantized once where the registry says so), so
+    llama.cpp runs the same file."""
     from groundcode.errors import GroundcodeError
-    from groundcode.models.load import gguf_file
+    from groundcode.models.load import engine_gguf
     try:
-        return gguf_file(name)
+        return engine_gguf(name)
     except GroundcodeError as exc:
         sys.exit(str(exc))
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from groundcode.analysis import working
 from groundcode.analysis.base import MembersQuery
 from groundcode.analysis.jedi_client import JediAnalyzer
 from groundcode.analysis.jedi_oracle import repo_dependencies
@@ -89,9 +90,11 @@ def test_deadline_fails_open_and_late_answer_is_cached(shop_repo, workers):
     r = _members(a, code, f, line, col, receiver="self.registry", cache_key=("t",))
     assert time.perf_counter() - t0 < 2.5          # the 0.3 s deadline, not the 3 s answer
     assert r.names == frozenset() and r.failed == "timeout" and a.timeouts == 1
+    assert working.now() == 1                       # the call runs on: an analyzer at work
     end = time.monotonic() + 60                     # the late answer lands in the cache for the
     while len(a._cache) < 2 and time.monotonic() < end:     # next trigger (an event, not a sleep)
         time.sleep(0.05)
+    assert working.now() == 0
     r2 = _members(a, code, f, line, col, receiver="self.registry", cache_key=("t",))
     assert r2.cache_hit and r2.names == frozenset({"x"})
     a.close()

@@ -28,6 +28,7 @@ class CellRunner:
         self.cells: dict[int, dict[int, int]] = {}
         self.decodes: list[int] = []          # entries per decode call
         self.threads = None
+        self.threads_seen: list = []          # the thread count of each decode
 
     def set_threads(self, n):
         self.threads = n
@@ -35,6 +36,7 @@ class CellRunner:
     @torch.inference_mode()
     def decode(self, tokens, positions, seqs, wanted):
         self.decodes.append(len(tokens))
+        self.threads_seen.append(self.threads)
         positions = list(positions)
         for s in set(seqs):
             held = self.cells.get(s, {})
@@ -130,6 +132,32 @@ def test_a_prompt_reuses_the_kept_prompts_common_prefix(tiny_lm):
     assert torch.equal(logits, fresh)
     seq.release()
     assert eng.prefill(second)[2] == len(second) - 1      # the last token is fed for its logits
+
+
+def test_an_analyzer_at_work_takes_one_thread_and_gives_it_back(tiny_lm):
+    from groundcode.analysis import working
+    _, eng = _engines(tiny_lm)
+    eng.set_threads(3)
+    prompt = _ids(tiny_lm, "import os\n")
+    s = SamplingConfig(max_new_tokens=4)
+    eng.generate([RowSpec(prompt)], s)
+    idle = len(eng.runner.threads_seen)
+    working.started()                               # Jedi's worker or a server answers meanwhile
+    try:
+        eng.generate([RowSpec(prompt)], s)
+    finally:
+        working.ended()
+    busy = len(eng.runner.threads_seen)
+    eng.generate([RowSpec(prompt)], s)
+    seen = eng.runner.threads_seen
+    assert set(seen[:idle]) == {3} and set(seen[idle:busy]) == {2} and set(seen[busy:]) == {3}
+    eng.set_threads(1)                              # never below one
+    working.started()
+    try:
+        eng.generate([RowSpec(prompt)], s)
+    finally:
+        working.ended()
+    assert eng.runner.threads_seen[-1] == 1
 
 
 def test_token_probabilities_are_the_models_own(tiny_lm):

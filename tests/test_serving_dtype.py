@@ -102,3 +102,26 @@ def test_lsp_passes_the_default(monkeypatch, tmp_path):
     assert seen["dtype"] == "int8"
     # the suffix a FIM model re-reads at every keystroke: 128 tokens (docs/EDITORS.md)
     assert seen["prompt"].suffix_tokens == 128
+
+
+def test_gguf_runs_the_file_requantized_once_where_the_registry_says(monkeypatch, tmp_path):
+    from groundcode.decoding import llama_cpp
+    shipped = tmp_path / "model.gguf"
+    shipped.write_bytes(b"GGUF q4_1")
+    monkeypatch.setattr(load, "gguf_file", lambda name: shipped)
+    made = []
+
+    def requantize(src, dst, kind):
+        made.append(kind)
+        dst.write_bytes(src.read_bytes() + b" as " + kind.encode())
+
+    monkeypatch.setattr(llama_cpp, "requantize", requantize)
+    monkeypatch.setattr(llama_cpp, "version", lambda: "0.3.36")
+    assert load.REGISTRY["smollm2-135m"].run_as == "q8_0"
+    out = load.engine_gguf("smollm2-135m")
+    assert out == tmp_path / "model.q8_0.gguf" and out.read_bytes() == b"GGUF q4_1 as q8_0"
+    assert load.engine_gguf("smollm2-135m") == out and made == ["q8_0"]           # kept
+    monkeypatch.setattr(llama_cpp, "version", lambda: "0.3.37")                   # a new llama.cpp
+    assert load.engine_gguf("smollm2-135m") == out and made == ["q8_0", "q8_0"]   # writes it again
+    assert not list(tmp_path.glob("*.part"))
+    assert load.engine_gguf("qwen2.5-coder-0.5b") == shipped                      # as shipped

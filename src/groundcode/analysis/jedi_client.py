@@ -39,6 +39,7 @@ from collections import OrderedDict
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from . import working
 from .base import (Analysis, Answered, CallSignature, MembersQuery, Overlay, ParamSpec, SignatureAnswer,
                    SignatureQuery, query_key)
 from .isolated_spawn import isolated
@@ -279,6 +280,7 @@ class JediAnalyzer:
         waiting call starts (self._lock held, or taken by the done callback)."""
         pool = fut._gc_pool = self._pool
         self._running_since = time.perf_counter()
+        working.started()                  # ended by _finished, which every call reaches
         try:
             with _main_not_imported(), isolated():   # the worker process may start on this submit
                 # (isolated: `python -I`, nothing imported from the current directory)
@@ -306,6 +308,7 @@ class JediAnalyzer:
         return None
 
     def _finished(self, inner: cf.Future, fut: cf.Future) -> None:
+        working.ended()
         with self._lock:
             nxt = self._next()
             if nxt is None:

@@ -36,6 +36,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from . import working
 from .base import Analysis, Answered, Overlay, SignatureAnswer, SignatureQuery, query_key
 from .lsp_messages import OBJECT_MEMBERS, edit, language_id, members, served, signature, utf16
 
@@ -363,6 +364,7 @@ class LspAnalyzer:
         except asyncio.TimeoutError:
             raise ServerDown(f"{self.server} is busy: waited {self.hang_s:g} s for an earlier question") from None
         health = self.health_state
+        working.started()
         try:
             health.busy("initialize" if self._client is None else what)
             out = await asyncio.wait_for(work(), self.hang_s)
@@ -375,6 +377,7 @@ class LspAnalyzer:
             self._kill()
             raise ServerHung(f"{self.server} gave no answer in {self.hang_s:g} s: restarted") from None
         finally:
+            working.ended()
             health.idle()
             self._doc_lock.release()
 

