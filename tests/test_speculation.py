@@ -98,7 +98,7 @@ def _cut(mon, row, proposal):
 
 def _start(tokens):
     an = SlowAnalyzer()
-    mon = DereferenceMonitor(an, grace_s=0)          # speculation itself: no grace wait
+    mon = DereferenceMonitor(an)
     row = _row()
     mon.reset(row)
     for tok in tokens:
@@ -121,29 +121,6 @@ def test_a_pending_answer_leaves_the_step_free_and_a_late_non_member_is_rolled_b
     _feed(mon, row, "size")
     _feed(mon, row, "\n")
     assert row.text == "return self.size\n" and mon.state == WAIT
-
-
-def test_an_answer_within_the_grace_masks_the_name_before_it_is_written():
-    an = SlowAnalyzer()
-    mon = DereferenceMonitor(an)                 # the shipped grace: a miss waits 80 ms first
-    row = _row()
-    mon.reset(row)
-    for tok in ["return", " ", "self", "."]:
-        _feed(mon, row, tok)
-    assert an.tickets[-1].waited == 1 and mon.state == NARROW     # landed in the wait: masked
-    assert not row.triggers[-1].failed_open
-    kind, allowed = _feed(mon, row, "foo")
-    assert kind == "resample" and "size" in allowed and "foo" not in allowed
-    Ticket.land_on_wait = False                  # an answer later than the grace: speculate
-    try:
-        an = SlowAnalyzer()
-        mon, row = DereferenceMonitor(an), _row()
-        mon.reset(row)
-        for tok in ["return", " ", "self", "."]:
-            _feed(mon, row, tok)
-        assert an.tickets[-1].waited >= 1 and mon.state == SPEC and mon.mask(row) is None
-    finally:
-        Ticket.land_on_wait = True
 
 
 def test_an_answer_landing_mid_name_narrows_from_there():
@@ -179,7 +156,7 @@ def test_the_row_end_settles_what_is_owed():
 
 def test_an_answer_later_than_the_horizon_fails_open():
     an = SlowAnalyzer()
-    mon = DereferenceMonitor(an, horizon=3, grace_s=0)
+    mon = DereferenceMonitor(an, horizon=3)
     row = _row()
     mon.reset(row)
     for tok in ["return", " ", "self", ".", "foo", "(", ")", "\n", "return", " ", "1"]:
@@ -192,7 +169,7 @@ def test_an_answer_given_up_stays_given_up_after_a_cut_to_before_it_was():
     an answer given up as late (its name declared final) came back with an older checkpoint
     restored by a later trigger's cut, landed, and proposed a cut below the final text."""
     an = SlowAnalyzer()
-    mon = DereferenceMonitor(an, horizon=4, grace_s=0)
+    mon = DereferenceMonitor(an, horizon=4)
     row = _row()
     mon.reset(row)
     for tok in ["return", " ", "self", ".", "foo", "(", "self", "."]:
