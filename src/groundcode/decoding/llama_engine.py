@@ -72,8 +72,8 @@ class LlamaEngine:
         self._lock = threading.RLock()       # one llama.cpp context: one call at a time
         self._free = list(range(self.runner.n_seq - 1, KEPT, -1))
         self._kept: list[int] = []           # the tokens sequence KEPT holds
-        self.threads = getattr(self.runner, "threads", None)   # the follower's count (set_threads)
-        self._applied = self.threads         # the count llama.cpp runs with now
+        self.threads = self.runner.threads   # the follower's count (set_threads); the runner's
+                                             # own `threads` is the count llama.cpp runs with now
 
     # -- the engine's shape: engine.Engine's own methods, over this engine's batch and prefill --
     row, prefill, stream, generate = Engine.row, Engine.prefill, Engine.stream, Engine.generate
@@ -116,7 +116,7 @@ class LlamaEngine:
         """llama.cpp's thread count (the scheduler's follower sets it: the cores other processes
         leave free, models/threads.py)."""
         with self._lock:
-            self.threads = self._applied = int(n)
+            self.threads = int(n)
             self.runner.set_threads(self.threads)
 
     def decode(self, tokens, positions, seqs, wanted) -> torch.Tensor:
@@ -126,9 +126,8 @@ class LlamaEngine:
         with self._lock:
             if self.threads:
                 n = max(1, self.threads - 1) if working.now() else self.threads
-                if n != self._applied:
+                if n != self.runner.threads:
                     self.runner.set_threads(n)
-                    self._applied = n
             out = self.runner.decode(tokens, positions, seqs, wanted)
         return torch.from_numpy(out[:, : self.width])
 
