@@ -85,3 +85,13 @@ def test_a_wait_ends_when_its_row_is_cancelled():
     # an answer that lands before the cancel is still returned
     t = time.perf_counter()
     assert WaitPolicy().wait([Lands(t + 0.05)], 10.0, threading.Event()) == ["answer"]
+
+
+def test_brief_waits_share_a_window_of_their_own_and_leave_the_steps_window_whole():
+    p = WaitPolicy()
+    rows = [Never() for _ in range(4)]
+    for t in rows:                                        # four misses' grace in one step
+        assert p.brief([t], 0.2) == [None]
+    assert sum(t.waited for t in rows) <= 0.2 + 1e-9      # one grace for the step, not 4 x 0.2 s
+    owed = Lands(time.perf_counter() + 0.3)               # a row's end in the same step still
+    assert p.wait([owed], 2.0) == ["answer"]              # waits for what it owes

@@ -16,6 +16,10 @@ roll back, a tool call), it waits through `WaitPolicy.wait(tickets, deadline)`:
     stalled analysis then takes at most half of the wall time. A window whose waits all got
     their answers leaves no such pause.
 
+A brief wait (`brief`: a member question's grace before its monitor speculates) has a window of
+its own, shared the same way by the brief waits of one step: it is spent apart from the window
+above, so a row's end in the same step still waits for what it owes.
+
 `PatientWait` is the policy of reproducible runs (MonitorConfig.reproducible, `bench run`'s
 default): a wait lasts until its answers land, bounded only by `limit_s` (a hung analyzer),
 never by the caller's deadline nor by a window other rows opened, so whether an answer is used
@@ -40,11 +44,25 @@ class WaitPolicy:
         self._ran_out = False        # a wait of the current window ended unanswered at its end
         self.waited_s = 0.0          # total blocked time (reports)
         self.waits = 0
+        self._brief: WaitPolicy | None = None   # the window of brief waits (`brief`)
 
     def new_step(self) -> None:
         with self._lock:
             if time.perf_counter() >= self._window_end:
                 self._fresh = True
+            brief = self._brief
+        if brief is not None:
+            brief.new_step()
+
+    def brief(self, tickets, span_s: float, cancelled=None) -> list:
+        """A short wait that is no row's due (a miss's grace before the monitor speculates):
+        bounded by a window of its own, `span_s` long and shared by the brief waits of the same
+        step, so it never ends the deadline window a row's end waits in."""
+        with self._lock:
+            if self._brief is None or self._brief.budget_s != span_s:
+                self._brief = WaitPolicy(span_s)
+            brief = self._brief
+        return brief.wait(tickets, span_s, cancelled)
 
     def until(self, deadline_s: float) -> float:
         """The perf_counter instant a wait that starts now may last until."""
