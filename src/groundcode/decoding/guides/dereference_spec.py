@@ -262,6 +262,16 @@ class SpeculationLedger:
                 if self.nar is not None and not self.nar.fits(self.spec_typed, complete=True):
                     return self._redo_under_mask(row)
             self.state = WAIT
+        elif self.state in (FREE, PENDING) and self.nar is not None:
+            # at a binding position with the answer in hand (it landed before the name was
+            # written): the row ends here, so nothing binds what was written: `self.` + EOS
+            # is no code, a non-member no binding (the same judgement as above)
+            typed = self.nar.typed or self.spec_typed
+            if not (self.record.binding or self.nar.fits(typed, complete=True)):
+                self.nar = self._second_now(row, self.record, self.nar, self._extra_names)
+                if self.nar is not None and not self.nar.fits(typed, complete=True):
+                    return self._redo_under_mask(row)
+            self.state = WAIT
         if self.late:
             return self._poll_late(row, settling=True)
         return None
