@@ -98,7 +98,7 @@ def _cut(mon, row, proposal):
 
 def _start(tokens):
     an = SlowAnalyzer()
-    mon = DereferenceMonitor(an)
+    mon = DereferenceMonitor(an, grace_s=0)          # speculation itself: no grace wait
     row = _row()
     mon.reset(row)
     for tok in tokens:
@@ -121,6 +121,29 @@ def test_a_pending_answer_leaves_the_step_free_and_a_late_non_member_is_rolled_b
     _feed(mon, row, "size")
     _feed(mon, row, "\n")
     assert row.text == "return self.size\n" and mon.state == WAIT
+
+
+def test_an_answer_within_the_grace_masks_the_name_before_it_is_written():
+    an = SlowAnalyzer()
+    mon = DereferenceMonitor(an)                 # the shipped grace: a miss waits 80 ms first
+    row = _row()
+    mon.reset(row)
+    for tok in ["return", " ", "self", "."]:
+        _feed(mon, row, tok)
+    assert an.tickets[-1].waited == 1 and mon.state == NARROW     # landed in the wait: masked
+    assert not row.triggers[-1].failed_open
+    kind, allowed = _feed(mon, row, "foo")
+    assert kind == "resample" and "size" in allowed and "foo" not in allowed
+    Ticket.land_on_wait = False                  # an answer later than the grace: speculate
+    try:
+        an = SlowAnalyzer()
+        mon, row = DereferenceMonitor(an), _row()
+        mon.reset(row)
+        for tok in ["return", " ", "self", "."]:
+            _feed(mon, row, tok)
+        assert an.tickets[-1].waited >= 1 and mon.state == SPEC and mon.mask(row) is None
+    finally:
+        Ticket.land_on_wait = True
 
 
 def test_an_answer_landing_mid_name_narrows_from_there():
@@ -154,9 +177,32 @@ def test_the_row_end_settles_what_is_owed():
     assert mon.state == NARROW and row.triggers[-1].rolled_back
 
 
+def test_a_row_ending_at_a_binding_position_with_the_answer_in_hand_is_redone():
+    """`self.` at a statement's start may bind any name (FREE); an answer that landed in the
+    grace wait leaves nothing owed, yet `self.` + EOS, or `self.foo` + EOS, binds nothing: the
+    row's end redoes it under the mask as it does when the answer is still owed."""
+    for written in ([], ["foo"]):
+        an = SlowAnalyzer()
+        mon, row = DereferenceMonitor(an), _row()
+        mon.reset(row)
+        for tok in ["self", ".", *written]:
+            _feed(mon, row, tok)
+        assert an.tickets[-1].landed and mon.nar is not None and not mon.late
+        back = mon.settle(row)
+        assert back is not None and back.length == 2, written        # back to `self.`
+        _cut(mon, row, back)
+        assert mon.state == NARROW and row.triggers[-1].rolled_back
+    an = SlowAnalyzer()                                              # a member: it stands
+    mon, row = DereferenceMonitor(an), _row()
+    mon.reset(row)
+    for tok in ["self", ".", "size"]:
+        _feed(mon, row, tok)
+    assert mon.settle(row) is None and not row.triggers[-1].rolled_back
+
+
 def test_an_answer_later_than_the_horizon_fails_open():
     an = SlowAnalyzer()
-    mon = DereferenceMonitor(an, horizon=3)
+    mon = DereferenceMonitor(an, horizon=3, grace_s=0)
     row = _row()
     mon.reset(row)
     for tok in ["return", " ", "self", ".", "foo", "(", ")", "\n", "return", " ", "1"]:
@@ -169,7 +215,7 @@ def test_an_answer_given_up_stays_given_up_after_a_cut_to_before_it_was():
     an answer given up as late (its name declared final) came back with an older checkpoint
     restored by a later trigger's cut, landed, and proposed a cut below the final text."""
     an = SlowAnalyzer()
-    mon = DereferenceMonitor(an, horizon=4)
+    mon = DereferenceMonitor(an, horizon=4, grace_s=0)
     row = _row()
     mon.reset(row)
     for tok in ["return", " ", "self", ".", "foo", "(", "self", "."]:

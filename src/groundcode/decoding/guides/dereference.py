@@ -15,7 +15,8 @@ States (one row):
              name is tracked. Every accepted token polls the answer; when it lands, a name
              that is (the start of) a member goes on under the mask, one that is not is rolled
              back to the trigger and redone under the mask. An answer later than `horizon`
-             tokens fails open ("late"). Analysis never blocks the batch or the model.
+             tokens fails open ("late"). Analysis blocks the batch only for `grace_s` at a
+             miss (a brief wait, one window a step shared by the rows: analysis/wait.py).
              (Hosts that cannot roll back, `rollback=False`, wait for the answer instead; so
              does a reproducible run, `reproducible=True`, see `__init__`.)
 
@@ -80,7 +81,8 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SecondOpinion, Speculati
     def __init__(self, analyzer, allow_bindings: bool = True, rollback: bool = True,
                  speculate: bool = True, horizon: int = 48, hide_dunder: bool = True,
                  verify_first: bool | None = None, waits: WaitPolicy | None = None,
-                 reproducible: bool = False, call_sites: bool = False, vocabulary: bool = False):
+                 reproducible: bool = False, call_sites: bool = False, vocabulary: bool = False,
+                 grace_s: float = 0.08):
         self.analyzer = analyzer
         # call_sites: unannotated parameters are asked about (Jedi's types from the call sites)
         # instead of failing open as "inferred" (MonitorConfig.call_sites)
@@ -104,6 +106,10 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SecondOpinion, Speculati
         # Speculate on cache misses (needs rollback); else wait up to the analyzer's deadline.
         self.speculate = speculate and rollback and not reproducible
         self.horizon = horizon        # tokens a speculation may run before it fails open
+        # a miss waits this long before it speculates: an answer that close then masks the name
+        # before it is written instead of verifying it after the fact (on a busy machine most
+        # answers verified after the fact had landed within tens of ms; docs/ANALYZERS.md)
+        self.grace_s = grace_s
         self.chunked = False          # a host that takes tokens a chunk at a time: hold, not wait
         self._asked_at = 0.0          # when the running answer was asked (a hold's deadline)
 
@@ -239,6 +245,8 @@ class DereferenceMonitor(KeyPolicy, VocabularySteering, SecondOpinion, Speculati
         if self._vocab is not None:   # an answer for an unknown type also waits for the vocabulary
             ticket = _WithVocabulary(ticket, self)
         a = ticket.result(0)
+        if a is None and self.speculate and self.grace_s > 0:
+            a = self.waits.brief([ticket], self.grace_s, row.cancelled)[0]
         if a is None and (self.speculate or self.chunked and hold_ok):   # running: speculate
             self.ticket = ticket                             # (SPEC), or a chunked host holds the row
             self._asked_at = time.perf_counter()
