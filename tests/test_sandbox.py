@@ -310,10 +310,14 @@ def test_files_in_tmpfs_count_as_memory_and_dev_is_read_only(cap):
             except OSError as e:
                 print(path, e.strerror, flush=True)
         print("wrote everything", flush=True)
+        import time
+        time.sleep(20)                 # the files stay: a watchdog starved by a busy machine
     """, memory_mb=512, tmp_mb=400, shm_mb=400, file_mb=1024, memory_cap=cap, wall_s=30)
     lines = r.stdout.splitlines()
     assert lines[:2] == ["dev: Read-only file system", "null ok"]
-    assert "wrote everything" not in r.stdout
+    if cap == "cgroup":                # the kernel stops the write itself; the watchdog samples
+        assert "wrote everything" not in r.stdout   # (memory_cap.py: it may overshoot by what
+    # is written within one interval, and an interval stretches on a loaded machine)
     assert r.killed_by == "memory" and not r.passed and 400 <= r.extra["peak_mb"] < 512 + 200
 
 
