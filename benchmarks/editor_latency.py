@@ -185,6 +185,7 @@ def record(w: Watch, site: dict, grounded: bool, fn: str) -> dict:
 
 
 NAMES = False       # --names
+CALLS = False       # --calls
 
 
 def request(gen, site, grounded: bool, ws, max_new: int, deadline: float):
@@ -193,8 +194,15 @@ def request(gen, site, grounded: bool, ws, max_new: int, deadline: float):
     ws.change(site["file"], site["buffer"])            # didChange: the unsaved buffer
     ctx = ws.cursor(site["file"], site["line"], site["col"])
     # --names: "grounded" is the member monitor with the names monitor, "plain" the member
-    # monitor alone (issue 40's latency goal is against the member monitor)
-    monitor = replace(gen.monitor, enabled=True, names=grounded) if NAMES else replace(gen.monitor, enabled=grounded)
+    # monitor alone (issue 40's latency goal is against the member monitor); --calls: "grounded"
+    # is the shipped monitors (members and calls: keyword names and arity), "plain" the member
+    # monitor alone (issue 41)
+    if NAMES:
+        monitor = replace(gen.monitor, enabled=True, names=grounded)
+    elif CALLS:
+        monitor = replace(gen.monitor, enabled=True, keywords=grounded)
+    else:
+        monitor = replace(gen.monitor, enabled=grounded)
     return Request(context=ctx, sampling=SamplingConfig(max_new_tokens=max_new, stop="line"),
                    monitor=monitor, deadline_s=deadline)
 
@@ -346,12 +354,16 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="2 functions x 3 lines")
     ap.add_argument("--names", action="store_true",
                     help="compare the member monitor with and without the names monitor (grounded = +names, plain = members)")
+    ap.add_argument("--calls", action="store_true",
+                    help="compare the member monitor with and without the call monitors (grounded = members + calls, plain = members)")
     ap.add_argument("--suffix-tokens", type=int, default=None,
                     help="the FIM suffix's budget (default: PromptConfig's); re-prefilled at every keystroke")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "editor_latency.json")
     args = ap.parse_args()
-    global NAMES
-    NAMES = args.names
+    global NAMES, CALLS
+    NAMES, CALLS = args.names, args.calls
+    if NAMES and CALLS:
+        ap.error("--names and --calls compare against the member monitor: give one")
     if args.lookahead is None:
         from groundcode.server.options import ServeOptions
         args.lookahead = ServeOptions().lookahead
@@ -382,7 +394,7 @@ def main() -> None:
         gen.close()
     res = {"model": gen.lm.name, "dtype": gen.lm.dtype, "suffix_tokens": prompt.suffix_tokens, "machine": machine(), "load_before": load0,
            "load_after": [round(x, 2) for x in os.getloadavg()], "other_benchmarks_at_start": busy,
-           "other_benchmarks_at_end": others(), "gap_ms": args.gap_ms, "names": args.names, "max_new_tokens": args.max_new_tokens,
+           "other_benchmarks_at_end": others(), "gap_ms": args.gap_ms, "names": args.names, "calls": args.calls, "max_new_tokens": args.max_new_tokens,
            "lookahead": args.lookahead, "analyzer": ",".join(sorted(rows.get("analyzers", ()))) or args.analyzer,
            "analyzer_configured": args.analyzer,
            "budget": BUDGET, "functions": [t["task_id"] for t in funcs], "model_load_s": round(load_s, 1),
