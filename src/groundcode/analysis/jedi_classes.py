@@ -106,8 +106,6 @@ def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
     """Dynamic attributes, literal setattr names or an unresolved base in the class `d` is."""
     import jedi
     mp = str(d.module_path)
-    if mp.endswith(".pyi"):
-        return None, frozenset()          # typeshed stubs: declared, and dynamic ones show __getattr__
     try:
         from .jedi_texts import source_text       # the overlay's buffer, else the disk
         text = code if Path(mp) == Path(path) else source_text(mp)
@@ -116,16 +114,30 @@ def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
         return None, frozenset()
     from ..lines import split_lines     # Jedi's lines (lines.py), never str.splitlines
     lines = split_lines(text, keepends=True)
+    if mp.endswith(".pyi"):             # typeshed stubs: declared, and dynamic ones show __getattr__;
+        return _stub_bases(project, text, mp, lines, l0, d), frozenset()   # but see _stub_bases
     src = "".join(lines[l0 - 1: l1 - (c1 == 0)])      # an end at column 0 is the next line's start
     extra: frozenset = frozenset()
     if not mp.startswith(_STDLIB):
         extra, unknown = class_dynamics(src)
         if unknown:
             return f"dynamic: {d.name} sets attributes at run time", frozenset()
+    node, indent = _class_head(lines, l0)
+    if node is None:
+        return None, extra
+    from .jedi_texts import unsaved
+    with unsaved(mp):                    # `text` may be the query's partial code
+        return _bases(jedi.Script(text, path=mp, project=project), project, text, mp, node, l0, indent,
+                      extra)
+
+
+def _class_head(lines: list, l0: int):
+    """(the `class X(A, b.B):` statement at line l0 parsed with an empty body, its indent), or
+    (None, indent) where it does not parse as a class."""
     first = lines[l0 - 1]
     indent = len(first) - len(first.lstrip())
     head, depth = "", 0
-    for ch in "".join(lines[l0 - 1: l0 + 20])[indent:]:    # `class X(A, b.B):` up to its colon
+    for ch in "".join(lines[l0 - 1: l0 + 20])[indent:]:    # up to its colon
         if ch == ":" and depth == 0:
             break
         depth += ch in "([{"
@@ -134,13 +146,32 @@ def _inspect(project, code: str, path: str, d) -> tuple[str | None, frozenset]:
     try:
         node = ast.parse(head + ":\n    pass\n").body[0]
     except (SyntaxError, IndexError):
-        return None, extra
-    if not isinstance(node, ast.ClassDef):
-        return None, extra
-    from .jedi_texts import unsaved
-    with unsaved(mp):                    # `text` may be the query's partial code
-        return _bases(jedi.Script(text, path=mp, project=project), project, text, mp, node, l0, indent,
-                      extra)
+        return None, indent
+    return (node if isinstance(node, ast.ClassDef) else None), indent
+
+
+def _stub_bases(project, text: str, mp: str, lines: list, l0: int, d) -> str | None:
+    """A stub class whose base Jedi reads as the class itself lists none of that base's members:
+    typeshed's `class socket(_socket.socket)` in socket.pyi, where Jedi maps the compiled
+    `_socket.socket` back to `socket.socket`, so `sock.connect` and `sock.recv` were missing
+    (a false block). Such a base is unresolved."""
+    import jedi
+    node, indent = _class_head(lines, l0)
+    if node is None or not node.bases:
+        return None
+    module = None
+    for b in node.bases:
+        if not isinstance(b, (ast.Name, ast.Attribute)):
+            continue
+        module = module or jedi.Script(text, path=mp, project=project)
+        try:
+            found = module.infer(l0 + b.end_lineno - 1,
+                                 b.end_col_offset - 1 + (indent if b.end_lineno == 1 else 0))
+        except Exception:
+            continue
+        if any(str(f.module_path) == mp and f.line == d.line for f in found):
+            return f"unresolved base: {ast.unparse(b)} (read as {d.name} itself)"
+    return None
 
 
 def _bases(module, project, text: str, mp: str, node, l0: int, indent: int, extra: frozenset):
