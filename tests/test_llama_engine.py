@@ -190,6 +190,25 @@ def test_the_session_serves_a_gguf_model_as_it_serves_the_torch_model(tiny_lm):
     assert len(lm.model.runners) == 1 and lm.model.runners[0].ctx is None   # closed with the generator
 
 
+def test_a_reproducible_request_computes_its_whole_prompt(tiny_lm):
+    """llama.cpp's numbers for a position depend on how its prompt was cut into batches, so a
+    prefix kept from an earlier prompt made the same greedy request decode differently in two
+    benchmark runs; a reproducible request reuses nothing (an editor's request still does)."""
+    first = "class Cart:\n    def __init__(self):\n        self.items = []\n"
+    second = first + "    def add(self, item):\n        self."
+
+    def cached(reproducible: bool) -> list[int]:
+        with Generator(_lm(tiny_lm), MonitorConfig(enabled=False, reproducible=reproducible)) as gen:
+            out = []
+            for p in (first, second):
+                g = gen.session.submit(Request(prompt_text=p, sampling=SamplingConfig(max_new_tokens=2)))
+                out.append(g.result(timeout=60)[0].tokens_cached)
+            return out
+    assert cached(True) == [0, 0]
+    reused = cached(False)[1]
+    assert reused > 0
+
+
 def test_gguf_takes_a_registry_model_on_the_cpu_and_says_what_to_install(monkeypatch):
     with pytest.raises(GroundcodeError, match="registry model"):
         load_model("tiny", dtype=GGUF)

@@ -121,8 +121,11 @@ class Engine:
         """A running batch on this engine (llama_engine.LlamaEngine: its own)."""
         return Batch(self, drafter)
 
-    def new_prefill(self, prompt: list[int], prefix_cache=None, chunk: int = PREFILL_CHUNK) -> "Prefill":
-        return Prefill(self, prompt, prefix_cache, chunk)
+    def new_prefill(self, prompt: list[int], prefix_cache=None, chunk: int = PREFILL_CHUNK,
+                    reuse: bool = True) -> "Prefill":
+        """`reuse=False`: every token computed, nothing taken from `prefix_cache` (a reproducible
+        request: what an earlier request left in the cache must not change its numbers)."""
+        return Prefill(self, prompt, prefix_cache if reuse else None, chunk)
 
     def stream(self, specs: list[RowSpec], sampling: SamplingConfig, drafter=None) -> "Decoding":
         return Decoding(self, specs, sampling, drafter)

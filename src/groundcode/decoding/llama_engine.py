@@ -84,8 +84,13 @@ class LlamaEngine:
     def batch(self, drafter=None) -> "LlamaBatch":
         return LlamaBatch(self)
 
-    def new_prefill(self, prompt: list[int], prefix_cache=None, chunk: int = PREFILL_CHUNK) -> "LlamaPrefill":
-        return LlamaPrefill(self, prompt, chunk)
+    def new_prefill(self, prompt: list[int], prefix_cache=None, chunk: int = PREFILL_CHUNK,
+                    reuse: bool = True) -> "LlamaPrefill":
+        """`reuse=False` (a reproducible request): the kept prompt is not reused. llama.cpp's
+        numbers for a position depend on how its prompt was cut into batches, so a prefix
+        computed for an earlier prompt made the same request greedy-decode differently in
+        two runs (the TypeScript benchmark, qwen2.5-coder-0.5b: 3 of 5 tasks)."""
+        return LlamaPrefill(self, prompt, chunk, reuse)
 
     def token_probabilities(self, prompt_ids: list[int], tokens: list[int]) -> list[float]:
         """probabilities.token_probabilities on llama.cpp: the model's own probability of each
@@ -184,11 +189,12 @@ class LlamaPrefill:
     position, `layers` the sequence (a row takes it), `cached` the tokens copied from the kept
     prompt."""
 
-    def __init__(self, engine: LlamaEngine, prompt: list[int], chunk: int = PREFILL_CHUNK):
+    def __init__(self, engine: LlamaEngine, prompt: list[int], chunk: int = PREFILL_CHUNK,
+                 reuse: bool = True):
         self.engine, self.prompt = engine, list(prompt)
         self.chunk = max(1, min(int(chunk), BATCH))
         self.seq = engine.new_seq()
-        self.done = self.cached = engine.reuse(self.seq, self.prompt)
+        self.done = self.cached = engine.reuse(self.seq, self.prompt) if reuse else 0
         self.logits = None
         self.layers = None
 

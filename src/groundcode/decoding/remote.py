@@ -449,7 +449,7 @@ class RemoteScheduler(Scheduler):
     def _new_batch(self):
         return RemoteBatch(self.engine)
 
-    def _new_prefill(self, ids):
+    def _new_prefill(self, ids, reuse: bool = True):
         return _NoPrefill()
 
     def _generation(self, job, o, reason: str):

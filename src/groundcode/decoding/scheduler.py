@@ -123,8 +123,8 @@ class Scheduler(Lookahead, Records):
     def _new_batch(self):
         return self.engine.batch(self.drafter)
 
-    def _new_prefill(self, ids: list[int]):
-        return self.engine.new_prefill(ids, self.prefix_cache, self.prefill_chunk)
+    def _new_prefill(self, ids: list[int], reuse: bool = True):
+        return self.engine.new_prefill(ids, self.prefix_cache, self.prefill_chunk, reuse)
 
     # -- outside the thread -------------------------------------------------------------------
     def put(self, stream) -> None:
@@ -356,7 +356,9 @@ class Scheduler(Lookahead, Records):
                 r.job = job
             n = len(job.rows)
             job.final_text, job.emitted, job.left = [""] * n, [""] * n, n
-            job.prefill = self._new_prefill(job.prompt.ids)
+            # a reproducible request computes its whole prompt: a cached prefix (another
+            # request's) may change its numbers on llama.cpp (engine.new_prefill)
+            job.prefill = self._new_prefill(job.prompt.ids, reuse=not job.gen.monitor.reproducible)
             return True
         except Exception as exc:
             self._error(job, exc)
