@@ -164,14 +164,19 @@ def _stub_bases(project, text: str, mp: str, lines: list, l0: int, d) -> str | N
         if not isinstance(b, (ast.Name, ast.Attribute)):
             continue
         module = module or jedi.Script(text, path=mp, project=project)
-        try:
-            found = module.infer(l0 + b.end_lineno - 1,
-                                 b.end_col_offset - 1 + (indent if b.end_lineno == 1 else 0))
-        except Exception:
-            continue
-        if any(str(f.module_path) == mp and f.line == d.line for f in found):
+        found = _infer_base(module, b, l0, indent)
+        if found and any(str(f.module_path) == mp and f.line == d.line for f in found):
             return f"unresolved base: {ast.unparse(b)} (read as {d.name} itself)"
     return None
+
+
+def _infer_base(module, b, l0: int, indent: int) -> list | None:
+    """What Jedi infers for base `b` of the class head parsed at line l0 (None: Jedi failed)."""
+    try:
+        return module.infer(l0 + b.end_lineno - 1,
+                            b.end_col_offset - 1 + (indent if b.end_lineno == 1 else 0))
+    except Exception:
+        return None
 
 
 def _bases(module, project, text: str, mp: str, node, l0: int, indent: int, extra: frozenset):
@@ -179,10 +184,8 @@ def _bases(module, project, text: str, mp: str, node, l0: int, indent: int, extr
     for b in node.bases:
         if not isinstance(b, (ast.Name, ast.Attribute)):
             continue
-        try:
-            found = module.infer(l0 + b.end_lineno - 1,
-                                 b.end_col_offset - 1 + (indent if b.end_lineno == 1 else 0))
-        except Exception:
+        found = _infer_base(module, b, l0, indent)
+        if found is None:
             continue
         if not found:
             return f"unresolved base: {ast.unparse(b)}", extra

@@ -254,26 +254,30 @@ class SpeculationLedger:
             if a is None:
                 self.record.reason = "timeout"
                 self._give_up(ticket)
-            # the row ends here, so the name is as long as it gets: it must be a whole member
-            # (`return self.` + EOS, or a name cut short, is rolled back and redone)
-            elif self._answered(row, self.record, a) and not (
-                    self.record.binding or self.nar.fits(self.spec_typed, complete=True)):
-                self.nar = self._second_now(row, self.record, self.nar, self._extra_names)
-                if self.nar is not None and not self.nar.fits(self.spec_typed, complete=True):
-                    return self._redo_under_mask(row)
+            elif self._answered(row, self.record, a):
+                back = self._whole_at_end(row, self.spec_typed)
+                if back is not None:
+                    return back
             self.state = WAIT
         elif self.state in (FREE, PENDING) and self.nar is not None:
             # at a binding position with the answer in hand (it landed before the name was
-            # written): the row ends here, so nothing binds what was written: `self.` + EOS
-            # is no code, a non-member no binding (the same judgement as above)
-            typed = self.nar.typed or self.spec_typed
-            if not (self.record.binding or self.nar.fits(typed, complete=True)):
-                self.nar = self._second_now(row, self.record, self.nar, self._extra_names)
-                if self.nar is not None and not self.nar.fits(typed, complete=True):
-                    return self._redo_under_mask(row)
+            # written): nothing after it binds what was written either
+            back = self._whole_at_end(row, self.nar.typed or self.spec_typed)
+            if back is not None:
+                return back
             self.state = WAIT
         if self.late:
             return self._poll_late(row, settling=True)
+        return None
+
+    def _whole_at_end(self, row: RowView, typed: str) -> Rollback | None:
+        """The row ends here, so the name is as long as it gets: unless it binds, it must be a
+        whole member (`return self.` + EOS, or a name cut short, is redone under the mask)."""
+        if self.record.binding or self.nar.fits(typed, complete=True):
+            return None
+        self.nar = self._second_now(row, self.record, self.nar, self._extra_names)
+        if self.nar is not None and not self.nar.fits(typed, complete=True):
+            return self._redo_under_mask(row)
         return None
 
     def _decide(self, row: RowView) -> int | None:
