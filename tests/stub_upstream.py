@@ -22,10 +22,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class Upstream:
     def __init__(self, tokenizer, script=(), free: str = " free", ignore: bool = False,
-                 refuse_ids: bool = False, refuse_bias: bool = False, admits: int | None = None):
+                 refuse_ids: bool = False, refuse_bias: bool = False, admits: int | None = None,
+                 hold_s: float = 0.01):
         self.tok, self.script, self.free = tokenizer, list(script), free
         self.ignore, self.refuse_ids, self.refuse_bias = ignore, refuse_ids, refuse_bias
         self.admits = admits              # answer 429 beyond this many at once
+        self.hold_s = hold_s              # how long a successful answer takes
         self.active = self.peak = 0
         self.bodies: list = []
         self.statuses: list = []
@@ -89,7 +91,7 @@ class Upstream:
                 return 400, _err("prompt must be a string"), []
             if self.refuse_bias and "logit_bias" in body:
                 return 400, _err("logit_bias is not supported"), []
-            time.sleep(0.01)
+            time.sleep(self.hold_s)
             return 200, json.dumps({"choices": [{"text": self._text(body), "finish_reason": "length"}]}).encode(), []
         finally:
             with self._lock:
