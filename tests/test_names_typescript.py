@@ -158,6 +158,41 @@ def test_module_specifiers_resolve_on_the_file_system_alone(tmp_path):
     assert "left-pad" in idx.candidates(bare / "src" / "a.ts") and "@types/node" not in idx.candidates(bare / "src" / "a.ts")
 
 
+def test_an_invented_module_is_redone_among_the_project_modules_that_export_its_names(tmp_path):
+    """rxjs's shape (fixture files written here): src/observable/bind.ts imports its types from
+    `../types`; a sibling `./bindInternals` imports the same names. The candidates reach the
+    parent's modules and one level into directories; a module that exports the names comes
+    before one that merely mentions them."""
+    from groundcode.languages.typescript_modules import TsModuleIndex
+    root = tmp_path / "rx"
+    (root / "src" / "observable").mkdir(parents=True)
+    (root / "src" / "util").mkdir()
+    (root / "src" / "operators" / "deep").mkdir(parents=True)
+    (root / "package.json").write_text('{"name": "rx"}')
+    (root / "src" / "types.ts").write_text("export interface SchedulerLike { now(): number }\n"
+                                           "export type OperatorFunction<T, R> = (x: T) => R;\n")
+    (root / "src" / "util" / "isFunction.ts").write_text("export function isFunction(x: any) { return true; }\n")
+    (root / "src" / "operators" / "map.ts").write_text("export const map = 1;\n")
+    (root / "src" / "operators" / "deep" / "far.ts").write_text("export const far = 1;\n")
+    (root / "src" / "observable" / "bindInternals.ts").write_text(
+        "import { SchedulerLike, OperatorFunction } from '../types';\nexport const x = 1;\n")
+    me = root / "src" / "observable" / "bind.ts"
+    me.write_text("import { SchedulerLike } from '../types';\n")
+    idx = TsModuleIndex(root)
+    cands = idx.candidates(me)
+    assert {"./bindInternals", "../types", "../util/isFunction", "../operators/map"} <= cands
+    assert not {"./bind", "../observable/bind", "../operators/deep/far", "../../package"} & cands
+    assert idx.resolve("../util/isFunction", me).kind == "ok"
+    assert idx.candidates_for(me, ["SchedulerLike", "OperatorFunction"]) == {"../types"}
+    assert idx.candidates_for(me, ["isFunction"]) == {"../util/isFunction"}
+    assert idx.candidates_for(me, ["x"]) == {"./bindInternals"}
+    # a file at the project's root offers nothing above the root
+    top = root / "index.ts"
+    top.write_text("")
+    assert not any(c.startswith("../") for c in idx.candidates(top))
+    assert "./src/types" in idx.candidates(top)
+
+
 def test_module_uses_reads_every_form_of_import():
     from groundcode.languages.typescript_scope import module_uses
     code = ('import { a } from "p/q";\nimport x = require("y");\nexport * from "./z";\n'

@@ -7,9 +7,11 @@ language server needed).
                                              # "unknown" (fail open, `why` says why) for
                                              # `import ... from "x"` in the file `path`
     index.candidates(path)                   # the specifiers that resolve from `path`: the
-                                             # installed packages, Node's modules, the file's
-                                             # siblings as "./name"
-    index.candidates_for(path, names)        # ... those whose text holds all of `names`
+                                             # installed packages, Node's modules, the
+                                             # project's modules near the file ("./x",
+                                             # "./dir/x", "../x", "../dir/x")
+    index.candidates_for(path, names)        # ... those that export all of `names`, else
+                                             # those whose text holds them
 
 How a specifier resolves (TypeScript's and Node's rules, in the part a file system shows):
 - relative (`./x`, `../x`, `/x`): a file with a TypeScript or JavaScript extension (`./x.js`
@@ -262,39 +264,42 @@ class TsModuleIndex:
         for nm in self._node_modules(here):
             names.update(n for n in self._installed(nm) if not n.startswith("@types/"))
         names.update(n for n in (self._declared(here) or ()) if not n.startswith("@types/"))
-        try:
-            for e in here.iterdir():
-                stem = _stem(e)
-                if stem and e.resolve() != me.resolve():
-                    names.add("./" + stem)
-        except OSError:
-            pass
+        root = self.root.resolve()
+        inside = here.resolve() != root and root in here.resolve().parents
+        names.update(_relative(here, me, parent=inside))
         return frozenset(names)
 
-
     def candidates_for(self, path: Path, names) -> frozenset:
-        """The candidates (above) whose module text holds every one of `names` as a word (a
-        sibling's file, a package's declared types or index, Node's types): where the model wrote
-        `import { a, b } from "<invented>"`, the specifiers that may export them. Read as text, a
-        superset of what exports them (a re-export from another file is not followed, so such a
-        package is left out); all candidates where none holds them."""
+        """The candidates (above) whose module exports every one of `names` (`export function
+        a`, `export { a }`, `export declare const a` ...), else those whose text holds them all as
+        words (a sibling's file, a package's declared types or index, Node's types): where the
+        model wrote `import { a, b } from "<invented>"`, the specifiers that may export them.
+        Read as text, a superset of what exports them (a re-export from another file is not
+        followed, so such a module is found only by the words tier); all candidates where none
+        holds them. A module that merely imports the names is not preferred to one that exports
+        them (rxjs: `../types` was redone as `./bindCallbackInternals`, which imports them)."""
         every = self.candidates(path)
-        words = [re.compile(rf"(?<![\w$]){re.escape(n)}(?![\w$])") for n in names]
-        if not words:
+        names = list(names)
+        if not names:
             return every
+        words = [re.compile(rf"(?<![\w$]){re.escape(n)}(?![\w$])") for n in names]
+        exports = [re.compile(_EXPORT.format(name=re.escape(n)), re.S) for n in names]
         here = self._file_of(path).parent
         nms = self._node_modules(here)
-        kept = set()
+        held, exported = set(), set()
         for spec in every:
             text = self._module_text(spec, here, nms)
             if text and all(w.search(text) for w in words):
-                kept.add(spec)
-        return frozenset(kept) if kept else every
+                held.add(spec)
+                if all(e.search(text) for e in exports):
+                    exported.add(spec)
+        return frozenset(exported or held or every)
 
     def _module_text(self, spec: str, here: Path, nms: list) -> str:
-        if spec.startswith("./"):
-            files = [here / (spec[2:] + e) for e in _EXTS if e != ".json"] \
-                + [here / spec[2:] / ("index" + e) for e in (".ts", ".tsx", ".d.ts", ".js")]
+        if spec.startswith(("./", "../")):
+            base = here / spec
+            files = [base.with_name(base.name + e) for e in _EXTS if e != ".json"] \
+                + [base / ("index" + e) for e in (".ts", ".tsx", ".d.ts", ".js")]
         else:
             name = spec[5:] if spec.startswith("node:") else spec
             files = []
@@ -322,6 +327,43 @@ def _text(path: str) -> str:
             return f.read(2_000_000)
     except OSError:
         return ""
+
+
+# `export [declare] [default] [abstract] [async] function|class|const|… name`, or the name in an
+# `export { … }` / `export type { … }` list (a superset: `export { a as b }` counts for a too)
+_EXPORT = (r"(?<![\w$])export\s+(?:declare\s+)?(?:default\s+)?(?:abstract\s+)?(?:async\s+)?"
+           r"(?:function\s*\*?|class|const|let|var|type|interface|enum|namespace|module)\s+{name}(?![\w$])"
+           r"|(?<![\w$])export\s+(?:type\s+)?\{{[^}}]*(?<![\w$]){name}(?![\w$])[^}}]*\}}")
+_LISTED = 2000          # entries read from one directory for the relative candidates
+
+
+def _relative(here: Path, me: Path, parent: bool = True) -> set:
+    """The relative specifiers a file may import, as a project's own imports are written:
+    siblings `./x`, one level into a sibling directory `./dir/x`, the parent's modules `../x`
+    and one level into the parent's other directories `../dir/x` (rxjs's `../types`,
+    `../util/isFunction`; the parent only when it is inside the project). At most _LISTED
+    entries of each directory are read."""
+    out = set()
+    mine = me.resolve()
+
+    def listing(d: Path) -> list:
+        try:
+            return [e for _, e in zip(range(_LISTED), d.iterdir())]
+        except OSError:
+            return []
+
+    def add(d: Path, prefix: str, deeper: bool, skip: Path | None = None):
+        for e in listing(d):
+            stem = _stem(e)
+            if stem and e.resolve() != mine:
+                out.add(prefix + stem)
+            if deeper and e.is_dir() and e.name not in ("node_modules",) and not e.name.startswith(".") \
+                    and (skip is None or e.resolve() != skip):
+                add(e, f"{prefix}{e.name}/", False)
+    add(here, "./", True)
+    if parent and here.parent != here:
+        add(here.parent, "../", True, skip=here.resolve())
+    return out
 
 
 def _stem(e: Path) -> str | None:
