@@ -186,6 +186,9 @@ def test_an_invented_module_is_redone_among_the_project_modules_that_export_its_
     assert idx.candidates_for(me, ["SchedulerLike", "OperatorFunction"]) == {"../types"}
     assert idx.candidates_for(me, ["isFunction"]) == {"../util/isFunction"}
     assert idx.candidates_for(me, ["x"]) == {"./bindInternals"}
+    # none exports both: the one exporting the most of them (the other name is redone next)
+    assert idx.candidates_for(me, ["isFunction", "isInvented"]) == {"../util/isFunction"}
+    assert idx.candidates_for(me, ["nowhere"]) == cands
     # a file at the project's root offers nothing above the root
     top = root / "index.ts"
     top.write_text("")

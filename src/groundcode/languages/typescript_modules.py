@@ -270,14 +270,15 @@ class TsModuleIndex:
         return frozenset(names)
 
     def candidates_for(self, path: Path, names) -> frozenset:
-        """The candidates (above) whose module exports every one of `names` (`export function
-        a`, `export { a }`, `export declare const a` ...), else those whose text holds them all as
-        words (a sibling's file, a package's declared types or index, Node's types): where the
-        model wrote `import { a, b } from "<invented>"`, the specifiers that may export them.
-        Read as text, a superset of what exports them (a re-export from another file is not
-        followed, so such a module is found only by the words tier); all candidates where none
-        holds them. A module that merely imports the names is not preferred to one that exports
-        them (rxjs: `../types` was redone as `./bindCallbackInternals`, which imports them)."""
+        """Where the model wrote `import { a, b } from "<invented>"`, the specifiers that may
+        export a and b, in tiers: the candidates (above) whose module exports every one of
+        `names` (`export function a`, `export { a }`, `export declare const a` ...); else those
+        whose text holds them all as words (a re-export from another file is not followed, so
+        such a module is found by this tier only); else those that export the most of them (the
+        names they lack are redone among its exports next: `{getExtendedYear, getExtendedMonth}`
+        goes to the module exporting getExtendedYear); else all. Read as text: a superset of what
+        exports them. A module that merely imports the names comes after one that exports them
+        (rxjs: `../types` was redone as `./bindCallbackInternals`, which imports them)."""
         every = self.candidates(path)
         names = list(names)
         if not names:
@@ -286,14 +287,19 @@ class TsModuleIndex:
         exports = [re.compile(_EXPORT.format(name=re.escape(n)), re.S) for n in names]
         here = self._file_of(path).parent
         nms = self._node_modules(here)
-        held, exported = set(), set()
+        held, most, count = set(), set(), 0
         for spec in every:
             text = self._module_text(spec, here, nms)
-            if text and all(w.search(text) for w in words):
+            if not text:
+                continue
+            n = sum(1 for e in exports if e.search(text))
+            if n and n >= count:
+                most, count = (most if n == count else set()) | {spec}, n
+            if all(w.search(text) for w in words):
                 held.add(spec)
-                if all(e.search(text) for e in exports):
-                    exported.add(spec)
-        return frozenset(exported or held or every)
+        if count == len(names):
+            return frozenset(most)
+        return frozenset(held or most or every)
 
     def _module_text(self, spec: str, here: Path, nms: list) -> str:
         if spec.startswith(("./", "../")):
