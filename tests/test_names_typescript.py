@@ -122,7 +122,9 @@ def test_module_specifiers_resolve_on_the_file_system_alone(tmp_path):
     # an invented module's replacement must hold the names `{ … }` took before it
     assert idx.candidates_for(app, ["one"]) == {"@acme/util"}
     assert idx.candidates_for(app, ["help"]) == {"./helper"}
-    assert idx.candidates_for(app, ["leftpad", "one"]) == cands      # no module holds both
+    # no module exports both: those exporting one of them
+    assert idx.candidates_for(app, ["leftpad", "one"]) == {"leftpad", "@acme/util"}
+    assert idx.candidates_for(app, ["nowhere"]) == cands
     # a path as a command line gives it, relative to the current directory, not the root
     import os
     cwd = os.getcwd()
