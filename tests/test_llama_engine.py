@@ -29,6 +29,11 @@ class CellRunner:
         self.decodes: list[int] = []          # entries per decode call
         self.threads = None
         self.threads_seen: list = []          # the thread count of each decode
+        self.clears = 0
+        self.n_ctx = None                     # cells in all (None: no limit)
+        self.uids: dict[int, dict[int, int]] = {}   # (sequence, position) -> the cell's identity
+        self._uid = 0                         # (seq_cp shares a cell: the same identity)
+        self.peak = 0                         # most cells held at once
 
     def set_threads(self, n):
         self.threads = n
@@ -46,6 +51,14 @@ class CellRunner:
             cells = self.cells.setdefault(s, {})
             assert p not in cells, f"position {p} of sequence {s} fed twice"
             cells[p] = t
+            self._uid += 1
+            self.uids.setdefault(s, {})[p] = self._uid
+        held = len({u for c in self.uids.values() for u in c.values()})
+        if self.n_ctx is not None and held > self.n_ctx:       # as llama_decode's rc 1
+            for p, s in zip(positions, seqs):
+                del self.cells[s][p], self.uids[s][p]
+            raise GroundcodeError(f"llama.cpp could not decode {len(tokens)} tokens: no room left in its KV cache")
+        self.peak = max(self.peak, held)
         out = []
         for p, s, w in zip(positions, seqs, wanted):
             if w:
@@ -54,17 +67,21 @@ class CellRunner:
                 out.append(self.model(input_ids=torch.tensor([ids])).logits[0, -1].float().numpy())
         return np.stack(out)
 
+    def clear(self):
+        self.cells, self.uids = {}, {}
+        self.clears += 1
+
     def seq_rm(self, seq, p0=-1):
-        cells = self.cells.get(seq, {})
+        cells, uids = self.cells.get(seq, {}), self.uids.get(seq, {})
         for p in [p for p in cells if p0 < 0 or p >= p0]:
-            del cells[p]
+            del cells[p], uids[p]
 
     def seq_cp(self, src, dst, p1):
-        dst_cells = self.cells.setdefault(dst, {})
+        dst_cells, dst_uids = self.cells.setdefault(dst, {}), self.uids.setdefault(dst, {})
         for p, t in self.cells.get(src, {}).items():
             if p < p1:
                 assert p not in dst_cells
-                dst_cells[p] = t
+                dst_cells[p], dst_uids[p] = t, self.uids[src][p]
 
     def close(self):
         self.ctx = None
@@ -73,16 +90,17 @@ class CellRunner:
 class _Gguf:
     """GgufModel's shape: a runner per engine."""
 
-    def __init__(self, model):
-        self.model, self.runners = model, []
+    def __init__(self, model, n_ctx=None):
+        self.model, self.runners, self.n_ctx = model, [], n_ctx
 
     def runner(self, n_seq):
         self.runners.append(CellRunner(self.model, n_seq))
+        self.runners[-1].n_ctx = self.n_ctx
         return self.runners[-1]
 
 
-def _lm(tiny_lm, model=None):
-    return LoadedModel(_Gguf(model or tiny_lm.model), tiny_lm.tokenizer, "tiny", "cpu", GGUF, tiny_lm.template)
+def _lm(tiny_lm, model=None, n_ctx=None):
+    return LoadedModel(_Gguf(model or tiny_lm.model, n_ctx), tiny_lm.tokenizer, "tiny", "cpu", GGUF, tiny_lm.template)
 
 
 def _engines(tiny_lm):
@@ -207,6 +225,75 @@ def test_a_reproducible_request_computes_its_whole_prompt(tiny_lm):
     assert cached(True) == [0, 0]
     reused = cached(False)[1]
     assert reused > 0
+
+
+def test_a_reproducible_prompt_starts_from_an_empty_cache_on_steady_threads(tiny_lm):
+    """Where earlier requests left their cells, and the thread count, changed llama.cpp's
+    numbers (qwen: a task decoded `) {` after 13 others and `&&` alone; a 700-token prefill
+    on 2 threads and on 1 differ by 0.5 in a logit). A reproducible prefill empties the cache
+    when no other sequence is in use (never under a live one: the double's cells would show
+    the hole) and runs on the steady count, whatever the follower or an analyzer at work say."""
+    from groundcode.analysis import working
+    _, eng = _engines(tiny_lm)
+    eng.steady = 2
+    eng.set_threads(3)
+    first = _ids(tiny_lm, "class Cart:\n    def __init__(self):\n        self.items = []\n")
+    second = first + _ids(tiny_lm, "    def add(self, item):\n        self.")
+    eng.prefill(first)                                       # kept: sequence KEPT holds it
+    assert eng.runner.clears == 0 and eng._kept
+    seen = len(eng.runner.threads_seen)
+    working.started()
+    try:
+        p = eng.new_prefill(second, reuse=False)
+        while not p.step():
+            pass
+    finally:
+        working.ended()
+    assert eng.runner.clears == 1 and p.cached == 0 and eng._kept == second
+    assert set(eng.runner.threads_seen[seen:]) == {2}
+    alone = LlamaEngine(_lm(tiny_lm), eng.vocab, max_rows=4).prefill(second)[0]
+    assert torch.equal(p.logits, alone)
+    q = eng.new_prefill(first, reuse=False)                  # p's sequence is live: kept
+    while not q.step():
+        pass
+    assert eng.runner.clears == 1
+    t = int(p.logits[0].argmax())                            # p's cells are whole (a hole:
+    nxt = eng.decode([t], [len(second)], [p.layers.id], [True])   # KeyError in the double)
+    want = tiny_lm.model(input_ids=torch.tensor([second + [t]])).logits[0, -1].float()
+    assert torch.allclose(nxt[0], want, atol=1e-5)
+    assert eng.runner.threads_seen[-1] == 3                  # back to the follower's count
+    p.layers.release()
+    q.layers.release()
+
+
+def test_requests_wait_for_cells_of_the_fixed_cache_and_all_finish(tiny_lm):
+    """llama.cpp's cache is a fixed number of cells shared by every sequence: 8 benchmark rows
+    of 1,100 tokens overran 8,192 and every row failed ("no room left in its KV cache"). The
+    scheduler admits a job when its prompt and its rows' new tokens fit beside the running ones;
+    the rest wait, and every request ends with the text it has alone."""
+    from groundcode.decoding.scheduler import ROW_SLACK
+    prompts = [f"class Cart{i}:\n    def __init__(self):\n        self.items = []\n    def add(self, item):\n        self."
+               for i in range(4)]
+    need = max(len(_ids(tiny_lm, p)) for p in prompts) + 8 + ROW_SLACK
+    s = SamplingConfig(max_new_tokens=8)
+
+    def run(n_ctx):
+        with Generator(_lm(tiny_lm, n_ctx=n_ctx), MonitorConfig(enabled=False)) as gen:
+            futs = [gen.session.submit(Request(prompt_text=p, sampling=s)) for p in prompts]
+            outs = [f.result(timeout=120)[0] for f in futs]
+            if n_ctx is not None:         # a prompt longer than the cache fails alone, and its
+                long = gen.session.submit(Request(prompt_text=prompts[0] * 4, sampling=s))
+                with pytest.raises(GroundcodeError, match="no room left"):
+                    long.result(timeout=120)
+                eng = gen.session._sched.engine           # sequence is free again
+                assert sorted(eng._free) == list(range(1, eng.runner.n_seq))
+                assert gen.session.submit(Request(prompt_text=prompts[1], sampling=s)).result(timeout=120)[0].completion == outs[1].completion
+            return outs, gen.lm.model.runners[0]
+    alone, _ = run(None)
+    outs, runner = run(2 * need)                  # two jobs at most
+    assert [o.finish_reason for o in outs] == [o.finish_reason for o in alone] and "error" not in {o.finish_reason for o in outs}
+    assert [o.completion for o in outs] == [o.completion for o in alone]
+    assert runner.peak <= runner.n_ctx and runner.peak > need      # more than one job at a time
 
 
 def test_gguf_takes_a_registry_model_on_the_cpu_and_says_what_to_install(monkeypatch):

@@ -65,6 +65,7 @@ class _Job:
         self.left = 0                         # samples still running
         self.failed = False
         self.t_admit = self.t_prefilled = self.t_first = None
+        self.cells = 0                        # cells of a fixed-size cache it may take (scheduler)
 
     def expired(self, now: float) -> bool:
         return self.deadline is not None and now >= self.deadline
@@ -113,6 +114,9 @@ class Records:
             for r in job.rows:                # their analysis waits end too
                 if r.view.cancelled is not None:
                     r.view.cancelled.set()
+        drop = getattr(self.batch, "drop", None)
+        if drop is not None:
+            drop()                            # llama.cpp's sequences of the rows dropped
         self.batch = self._new_batch()
 
     def _fail_all(self, message: str) -> None:

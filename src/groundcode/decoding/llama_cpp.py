@@ -118,6 +118,11 @@ class LlamaRunner:
         """Forget the sequence's positions from p0 on (-1: all of them)."""
         self.lib.llama_memory_seq_rm(self.mem, int(seq), int(p0), -1)
 
+    def clear(self) -> None:
+        """Forget every sequence: the cache's cells are empty, the next ones are taken from the
+        start."""
+        self.lib.llama_memory_clear(self.mem, True)
+
     def seq_cp(self, src: int, dst: int, p1: int) -> None:
         """dst shares src's positions [0, p1)."""
         self.lib.llama_memory_seq_cp(self.mem, int(src), int(dst), 0, int(p1))

@@ -72,8 +72,11 @@ class LlamaEngine:
         self._lock = threading.RLock()       # one llama.cpp context: one call at a time
         self._free = list(range(self.runner.n_seq - 1, KEPT, -1))
         self._kept: list[int] = []           # the tokens sequence KEPT holds
+        self._kept_from = None               # weakref to the sequence KEPT shares them with
         self.threads = self.runner.threads   # the follower's count (set_threads); the runner's
                                              # own `threads` is the count llama.cpp runs with now
+        from ..models.threads import override
+        self.steady = override() or self.runner.threads   # a reproducible prefill's count
 
     # -- the engine's shape: engine.Engine's own methods, over this engine's batch and prefill --
     row, prefill, stream, generate = Engine.row, Engine.prefill, Engine.stream, Engine.generate
@@ -86,11 +89,42 @@ class LlamaEngine:
 
     def new_prefill(self, prompt: list[int], prefix_cache=None, chunk: int = PREFILL_CHUNK,
                     reuse: bool = True) -> "LlamaPrefill":
-        """`reuse=False` (a reproducible request): the kept prompt is not reused. llama.cpp's
-        numbers for a position depend on how its prompt was cut into batches, so a prefix
-        computed for an earlier prompt made the same request greedy-decode differently in
-        two runs (the TypeScript benchmark, qwen2.5-coder-0.5b: 3 of 5 tasks)."""
+        """`reuse=False` (a reproducible request) makes a request's numbers its own, whatever
+        ran before it:
+        - the kept prompt is not reused: a position's numbers depend on how its prompt was cut
+          into batches (the TypeScript benchmark, qwen2.5-coder-0.5b: 3 of 5 probed tasks
+          decoded differently in two runs);
+        - the cache starts empty when no other sequence is in use (`fresh`): where earlier
+          requests left their cells changed the numbers too (qwen, the held-out TypeScript
+          recipe: a task decoded `) {` after 13 others and `&&` alone, with nothing reused);
+        - the prompt is computed on a fixed thread count (`steady`: GROUNDCODE_THREADS, else
+          the count at load), not the follower's: a 700-token prefill on 2 threads and on 1
+          differ by up to 0.5 in a logit (qwen; one-token steps were the same)."""
+        if not reuse:
+            self.fresh()
         return LlamaPrefill(self, prompt, chunk, reuse)
+
+    @property
+    def cells(self) -> int | None:
+        """The cache's cells, shared by every sequence (the scheduler admits jobs to fit)."""
+        return getattr(self.runner, "n_ctx", None)
+
+    def kept_cells(self) -> int:
+        """Cells the kept prompt holds on its own: none while the sequence it was kept from
+        still holds them."""
+        with self._lock:
+            src = self._kept_from() if self._kept_from is not None else None
+            return 0 if src is not None and src._fin.alive else len(self._kept)
+
+    def fresh(self) -> bool:
+        """Empty llama.cpp's cache (and the kept prompt) when no sequence but KEPT is in use;
+        whether it did."""
+        with self._lock:
+            if len(self._free) < self.runner.n_seq - 1:
+                return False                 # a row or prefill holds cells: they stay
+            self.runner.clear()
+            self._kept, self._kept_from = [], None
+            return True
 
     def token_probabilities(self, prompt_ids: list[int], tokens: list[int]) -> list[float]:
         """probabilities.token_probabilities on llama.cpp: the model's own probability of each
@@ -124,12 +158,15 @@ class LlamaEngine:
             self.threads = int(n)
             self.runner.set_threads(self.threads)
 
-    def decode(self, tokens, positions, seqs, wanted) -> torch.Tensor:
+    def decode(self, tokens, positions, seqs, wanted, steady: bool = False) -> torch.Tensor:
         """One llama_decode; on one thread fewer while an analyzer works in another process
         (analysis/working.py: llama.cpp's threads wait for each other at every operation, and
-        one of them descheduled stalls the forward)."""
+        one of them descheduled stalls the forward). `steady`: on `self.steady` threads."""
         with self._lock:
-            if self.threads:
+            if steady and self.steady:
+                if self.runner.threads != self.steady:
+                    self.runner.set_threads(self.steady)
+            elif self.threads:
                 n = max(1, self.threads - 1) if working.now() else self.threads
                 if n != self.runner.threads:
                     self.runner.set_threads(n)
@@ -174,7 +211,7 @@ class LlamaEngine:
         prefills so)."""
         with self._lock:
             self.runner.seq_rm(KEPT, -1)
-            self._kept = []
+            self._kept, self._kept_from = [], None
 
     def keep(self, seq: _Seq, prompt: list[int]) -> None:
         """Sequence KEPT becomes this prompt (shared cells: nothing is copied)."""
@@ -182,6 +219,7 @@ class LlamaEngine:
             self.runner.seq_rm(KEPT, -1)
             self.runner.seq_cp(seq.id, KEPT, len(prompt))
             self._kept = list(prompt)
+            self._kept_from = weakref.ref(seq)
 
 
 class LlamaPrefill:
@@ -195,8 +233,13 @@ class LlamaPrefill:
         self.chunk = max(1, min(int(chunk), BATCH))
         self.seq = engine.new_seq()
         self.done = self.cached = engine.reuse(self.seq, self.prompt) if reuse else 0
+        self.steady = not reuse              # a reproducible prompt: on the steady thread count
         self.logits = None
         self.layers = None
+
+    def drop(self) -> None:
+        """A failed or abandoned prefill: its sequence is free again."""
+        self.seq.release()
 
     def step(self) -> bool:
         eng, done, n = self.engine, self.done, len(self.prompt)
@@ -204,7 +247,7 @@ class LlamaPrefill:
             part = self.prompt[done: done + self.chunk]
             end = done + len(part)
             wanted = [False] * (len(part) - 1) + [end == n]
-            out = eng.decode(part, range(done, end), [self.seq.id] * len(part), wanted)
+            out = eng.decode(part, range(done, end), [self.seq.id] * len(part), wanted, self.steady)
             if end == n:
                 self.logits = out
             self.done = end
@@ -253,6 +296,12 @@ class LlamaBatch(Batch):
             return super().step()
         finally:
             torch.set_num_threads(n)
+
+    def drop(self) -> None:
+        """A failed batch (the scheduler starts a new one): every row's sequence is free again."""
+        for r in self.rows:
+            r.llama_seq.release()
+        self.rows, self.logits = [], None
 
     def evict(self) -> list[Row]:
         gone = [r for r in self.rows if not r.live]

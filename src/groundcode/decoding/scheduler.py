@@ -49,6 +49,14 @@ from .jobs import _WAKE, Records, _Ahead, _Ended, _Job, _one_line  # noqa: F401
 from .lookahead import BUSY_SHARE, Lookahead, _machine_busy  # noqa: F401
 
 
+def _drop(held) -> None:
+    """Give back what a prefill or batch that failed holds (llama.cpp's sequences; nothing for
+    torch's, whose tensors go with the object)."""
+    drop = getattr(held, "drop", None)
+    if drop is not None:
+        drop()
+
+
 def release_memory() -> None:
     """Return freed heap pages to the system (glibc's malloc_trim). A batch's KV cache is many
     large tensors; once freed, glibc keeps their pages in its arenas, so a server's resident
@@ -68,6 +76,8 @@ _TRIM = None
 
 # every live scheduler of the process (lookahead runs only while all of them are idle)
 log = logging.getLogger("groundcode.session")
+ROW_SLACK = 16              # cells a row may take past its max_new_tokens (a healed prompt's
+                            # tokens written again, a cut's token fed again)
 MAX_FAILED_TURNS = 5        # turns failing in a row before the session is declared dead
 
 
@@ -308,6 +318,8 @@ class Scheduler(Lookahead, Records):
                     return                            # still being prepared: decode on
                 if self.batch.rows and len(self.batch.rows) + (0 if nxt.warm else nxt.request.n) > self.max_rows:
                     return                            # no room: wait for rows to leave
+                if not self._cells_for(nxt):
+                    return                            # llama.cpp's cache is full: the same
                 job = self._waiting.popleft()
                 if not self._prepare(job):
                     continue
@@ -331,12 +343,33 @@ class Scheduler(Lookahead, Records):
                     break
                 except Exception as exc:
                     self._prefilling = None
+                    _drop(job.prefill)            # its sequence (llama.cpp) is free again
                     self._error(job, exc)
                     break
                 if finished:
                     self._prefilling = None
                     self._joined(job)
                     break
+
+    def _cells_for(self, job: _Job) -> bool:
+        """Whether the job's cells fit an engine whose cache is a fixed number of cells shared
+        by every sequence (llama.cpp's `cells`; a torch engine's grows): its prompt once and
+        each row's new tokens, beside the rows running and the kept prompt. A job that does not
+        fit waits for rows to leave; alone, the kept prompt gives way first. Without it a batch
+        of 8 rows of 1,100 tokens overran 8,192 cells: every row failed ("no room left in its
+        KV cache"; benchmarks/bench_four_kinds.sh, DTYPE=gguf)."""
+        cap = getattr(self.engine, "cells", None)
+        if cap is None or job.prompt is None:
+            return True
+        rows = job.rows or [None]
+        job.cells = len(job.prompt.ids) + sum(ROW_SLACK + (r.sampling.max_new_tokens if r else 1) for r in rows)
+        held = sum(j.cells for j in {id(r.job): r.job for r in self.batch.rows}.values())
+        if held + job.cells + self.engine.kept_cells() <= cap:
+            return True
+        if self.batch.rows:
+            return False
+        self.engine.forget_prompt()                   # alone: a prompt too long for the cache
+        return True                                   # fails in its prefill, with its size
 
     def _prepare(self, job: _Job) -> bool:
         """On the scheduler thread, once the preparation is done (prepare.py): the rows' drafts
