@@ -169,3 +169,15 @@ def test_a_repetition_keeps_one_copy_whatever_else_holds_text_and_never_ends_ins
     assert got.startswith("        return self.owner.get(") and got.endswith("get(")
     assert got.count("self.owner.get(") <= 3                  # stopped early, between runs
     assert tail_runs(head + copy * 3) == tuple(len(head + copy * k) for k in (1, 2, 3))
+
+
+def test_a_loop_inside_a_line_is_held_from_its_second_run():
+    """Final text is never taken back, so a loop inside one line is held from where its second
+    run starts (the README fixture's loop kept all three copies when no other guide held the
+    line); ordinary lines are not held."""
+    from groundcode.decoding.guides.repetition import inline_start
+    text = "        return self.owner.get(self.owner.g"
+    assert inline_start(text) == len("        return self.owner.get(")      # the second run
+    assert inline_start("        return self.owner.get(self.owner.get(") == len("        return self.owner.get(")
+    for line in ("        x = foo(None, None", "        total = price * count + tax", "        # self.a(self.a(self.a("):
+        assert inline_start(line) is None, line

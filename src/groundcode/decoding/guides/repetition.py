@@ -99,6 +99,42 @@ def line_runs(text: str, max_period: int = 40) -> tuple | None:
     return None
 
 
+def inline_start(text: str, max_period: int = 40) -> int | None:
+    """Where a loop inside the current line may be starting: the line ends in two identical runs
+    of p >= 8 characters (three when 2 <= p < 8) holding a letter or `_`, or its last 4 or more
+    characters (a letter among them) repeat the p >= 8 before them (`self.owner.get(self.owner.g`): the
+    offset after the first run (what `line_runs` would cut to once the loop is found), or
+    None."""
+    start = text.rfind("\n") + 1
+    line = text[start:]
+    if len(line) < 8 or line.lstrip().startswith("#"):
+        return None
+    tail = line[-_LINE_TAIL:]
+    base, n = len(text) - len(tail), len(tail)
+    best = None
+    for p in range(2, max_period + 1):
+        copies = 2 if p >= 8 else 3
+        if copies * p > n:
+            break
+        run = tail[n - p:]
+        if not any(c.isalpha() or c == "_" for c in run):
+            continue
+        if all(tail[n - k * p: n - (k - 1) * p] == run for k in range(2, copies + 1)):
+            first = n - copies * p
+            while first - p >= 0 and tail[first - p: first] == run:
+                first -= p
+            at = base + first + p
+            best = at if best is None else min(best, at)
+    for p in range(8, max_period + 1):       # a second run being written: the line's last m
+        m = 0                                 # characters repeat the p before them
+        while m < n - p and tail[n - m - 1] == tail[n - m - 1 - p]:
+            m += 1
+        if m >= 4 and any(c.isalpha() or c == "_" for c in tail[n - m:]):
+            at = base + n - m
+            best = at if best is None else min(best, at)
+    return best
+
+
 def _complete_lines(text: str, keep: int) -> tuple:
     """The last `keep` non-blank complete lines of `text` (right-stripped) and their offsets."""
     end = text.rfind("\n")
@@ -141,8 +177,12 @@ class RepetitionStop(Guide):
     """Also holds back from final text what it may cut (`final_upto`): from where a second copy
     of a run of lines may be being written, until the text goes on otherwise (text streamed as
     final is never taken back, so without the hold a repetition found at its third copy could
-    not drop the second: every copy was kept). A loop inside one line is not held (`None,
-    None` is common): found below final text, it ends at a run's boundary (decoding/step.py)."""
+    not drop the second: every copy was kept). A loop inside one line is held from its second
+    run of 8 characters or more (its third when shorter: `None, None` is common,
+    `inline_start`): without that hold `self.owner.get(self.owner.get(self.owner.get(` kept all
+    three copies whenever no other guide held the line (the README fixture's test, in
+    isolation). Found below final text all the same, a loop ends at a run's boundary
+    (decoding/step.py)."""
 
     def __init__(self, copies: int = 3, max_period: int = 8):
         self.copies, self.max_period = copies, max_period
@@ -173,8 +213,9 @@ class RepetitionStop(Guide):
     def final_upto(self, row: RowView) -> int:
         text = row.text
         start = text.rfind("\n") + 1
-        held = copy_start(*self._lines, text[start:], start, self.max_period)
-        return len(text) if held is None else held
+        held = [h for h in (copy_start(*self._lines, text[start:], start, self.max_period),
+                            inline_start(text)) if h is not None]
+        return min(held) if held else len(text)
 
     def stop(self, row: RowView):
         c = self._cut
