@@ -70,14 +70,37 @@ def repeated_run(text: str, max_period: int = 40) -> int | None:
     return ends[0] if ends else None
 
 
-def line_runs(text: str, max_period: int = 40) -> tuple | None:
-    """`repeated_run`'s run boundaries (the last is the end of `text`), or None."""
-    start = text.rfind("\n") + 1
-    line = text[start:]
+def _line_tail(text: str) -> tuple | None:
+    """The current line's last _LINE_TAIL characters and their offset in `text`; None for a line
+    too short to loop or a comment line."""
+    line = text[text.rfind("\n") + 1:]
     if len(line) < 8 or line.lstrip().startswith("#"):
         return None
     tail = line[-_LINE_TAIL:]
-    base = len(text) - len(tail)
+    return tail, len(text) - len(tail)
+
+
+def _runs_from(tail: str, p: int, copies: int) -> int | None:
+    """Where the identical runs of `p` characters ending `tail` begin, when there are at least
+    `copies` of them and they hold a letter or `_`; else None."""
+    n = len(tail)
+    run = tail[n - p:]
+    if not any(c.isalpha() or c == "_" for c in run):
+        return None
+    if not all(tail[n - k * p: n - (k - 1) * p] == run for k in range(2, copies + 1)):
+        return None
+    first = n - copies * p
+    while first - p >= 0 and tail[first - p: first] == run:
+        first -= p
+    return first
+
+
+def line_runs(text: str, max_period: int = 40) -> tuple | None:
+    """`repeated_run`'s run boundaries (the last is the end of `text`), or None."""
+    got = _line_tail(text)
+    if got is None:
+        return None
+    tail, base = got
     n = len(tail)
     if tail[-1] in "([" and n >= 8 and tail[-8:] == tail[-1] * 8:
         k = n - 8
@@ -88,13 +111,8 @@ def line_runs(text: str, max_period: int = 40) -> tuple | None:
         copies = 3 if p >= 8 else 4
         if copies * p > n:
             break
-        run = tail[n - p:]
-        if not any(c.isalpha() or c == "_" for c in run):
-            continue
-        if all(tail[n - k * p: n - (k - 1) * p] == run for k in range(2, copies + 1)):
-            first = n - copies * p                    # the first run starts here
-            while first - p >= 0 and tail[first - p: first] == run:
-                first -= p
+        first = _runs_from(tail, p, copies)
+        if first is not None:
             return tuple(range(base + first + p, len(text) + 1, p))
     return None
 
@@ -105,24 +123,18 @@ def inline_start(text: str, max_period: int = 40) -> int | None:
     characters (a letter among them) repeat the p >= 8 before them (`self.owner.get(self.owner.g`): the
     offset after the first run (what `line_runs` would cut to once the loop is found), or
     None."""
-    start = text.rfind("\n") + 1
-    line = text[start:]
-    if len(line) < 8 or line.lstrip().startswith("#"):
+    got = _line_tail(text)
+    if got is None:
         return None
-    tail = line[-_LINE_TAIL:]
-    base, n = len(text) - len(tail), len(tail)
+    tail, base = got
+    n = len(tail)
     best = None
     for p in range(2, max_period + 1):
         copies = 2 if p >= 8 else 3
         if copies * p > n:
             break
-        run = tail[n - p:]
-        if not any(c.isalpha() or c == "_" for c in run):
-            continue
-        if all(tail[n - k * p: n - (k - 1) * p] == run for k in range(2, copies + 1)):
-            first = n - copies * p
-            while first - p >= 0 and tail[first - p: first] == run:
-                first -= p
+        first = _runs_from(tail, p, copies)
+        if first is not None:
             at = base + first + p
             best = at if best is None else min(best, at)
     for p in range(8, max_period + 1):       # a second run being written: the line's last m
