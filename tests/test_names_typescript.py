@@ -54,6 +54,23 @@ def test_visible_names_leave_out_other_functions_parameters_and_bodies():
     assert {"a", "b"} <= visible_names(head, len(head))
 
 
+def test_visible_names_leave_out_comments_strings_and_types():
+    from groundcode.languages.typescript_scope import visible_names
+    code = ("interface Mappable { map: (pos: number, assoc?: number) => number; reducerName: string;\n"
+            "  f(x: number): void }\ntype Z = { q: number }\nfunction over(a: number): void;\n"
+            "class Base {}\nclass Kid extends Base { constructor(readonly inner: number) { super() } }\n"
+            "// `commented` in a comment\nconst s = 'quoted', t = `x ${spliced} z`, o = { key: v, short };\n"
+            "function host(m: Mappable) {\n  \n}\n")
+    at = code.index("{\n  \n") + 4
+    seen = visible_names(code, at)
+    assert {"Base", "Kid", "over", "s", "t", "o", "v", "short", "spliced", "host", "m"} <= seen
+    assert not {"pos", "assoc", "reducerName", "x", "q", "a", "inner", "commented", "quoted", "key",
+                "Mappable", "Z"} & seen
+    # what tree-sitter cannot read counts its loose words: a superset where the grammar fails
+    broken = "const ok = 1;\nfoo bar baz ) ( qux\nfunction g() {\n  \n}\n"
+    assert {"ok", "qux"} <= visible_names(broken, broken.index("{\n  \n") + 4)
+
+
 @pytest.fixture(scope="module")
 def ts():
     return lsp_servers.install("typescript")

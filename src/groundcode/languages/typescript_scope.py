@@ -3,7 +3,8 @@
 
     names = file_names(code)                 # every identifier the file writes outside a member
                                              # access (a superset of what it binds)
-    names = visible_names(code, at)          # ... less other functions' parameters and bodies
+    names = visible_names(code, at)          # the value identifiers outside comments, strings,
+                                             # types and other functions' parameters and bodies
     mods = module_uses(code, start, end)     # ModuleUse(spec, at, names, stmt) of each import,
                                              # export-from, require("x") and import("x") whose
                                              # string lies in code[start:end], read whole
@@ -64,15 +65,26 @@ _FUNCTIONS = frozenset({"function_declaration", "generator_function_declaration"
                         "function", "generator_function", "arrow_function", "method_definition"})
 
 
+# what never binds or reads a value: comments, strings, and types (an interface's or a type
+# literal's members and their parameters, an overload's parameters, annotations, type arguments)
+_NO_VALUES = frozenset({"comment", "string", "regex", "type_annotation", "type_arguments", "type_parameters",
+                        "interface_declaration", "type_alias_declaration", "function_type", "constructor_type",
+                        "property_signature", "method_signature", "call_signature", "construct_signature",
+                        "index_signature", "abstract_method_signature", "implements_clause"})
+_CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "class"})
+
+
 @lru_cache(maxsize=32)
 def visible_names(code: str, at: int) -> frozenset:
-    """`file_names` of `code` less what other functions hold: the parameters and bodies of every
-    function that does not hold offset `at` (a closed one before it, any after it) are another
-    scope's, never readable at `at`. Still a superset (strings, comments, members declared in
-    object literals); a function left unfinished at `at` holds it."""
-    data = code.encode("utf-8")
-    cursor = len(code[:at].encode("utf-8"))
-    cut: list = []
+    """The value identifiers the file writes where offset `at` can see them: every identifier
+    read or bound (and each class's name) outside comments, strings and types, less the
+    parameters and bodies of every function that does not hold `at` (a closed one before it,
+    any after it: another scope's). Still a superset (a block's `let` beside the cursor's, a
+    name read before it is bound); a function left unfinished at `at` holds it; the loose words
+    of what tree-sitter reads with an error count as names (whatever the grammar made of them)."""
+    data = code.encode("utf-8", "surrogatepass")
+    cursor = len(code[:at].encode("utf-8", "surrogatepass"))
+    out: set = set()
 
     def holds(n) -> bool:
         if n.start_byte > cursor:
@@ -82,25 +94,31 @@ def visible_names(code: str, at: int) -> frozenset:
         # ended before `at`: closed there, unless read with an error and left open
         return n.has_error and not data[n.start_byte:n.end_byte].rstrip().endswith(b"}")
 
-    def walk(n) -> None:
-        if n.type in _FUNCTIONS and not holds(n):
-            for field in ("parameters", "parameter", "body"):
-                c = n.child_by_field_name(field)
-                if c is not None:
-                    cut.append((c.start_byte, c.end_byte))
-            return
-        for c in n.children:
-            walk(c)
-    walk(_parser().parse(data).root_node)
-    if not cut:
-        return file_names(code)
-    out, last = bytearray(), 0
-    for a, b in sorted(cut):
-        if a >= last:
-            out += data[last:a] + b" " * (b - a)
-            last = b
-    out += data[last:]
-    return file_names(out.decode("utf-8", "replace"))
+    stack = [_parser().parse(data).root_node]
+    while stack:
+        n = stack.pop()
+        t = n.type
+        if t in _NO_VALUES:
+            continue
+        if t in _LOADS or t in _PATTERN_BINDS or t == "type_identifier" and n.parent.type in _CLASSES:
+            out.add(data[n.start_byte:n.end_byte].decode("utf-8", "surrogatepass"))
+            continue
+        if t == "function_signature":                  # an overload: its name, not its parameters
+            name = n.child_by_field_name("name")
+            if name is not None:
+                stack.append(name)
+            continue
+        if t == "formal_parameters" and n.parent.type == "ERROR" and not holds(n):
+            continue                                   # a broken function's, before or after
+        if t in _FUNCTIONS and not holds(n):
+            keep = {"parameters", "parameter", "body"}
+            stack.extend(c for i, c in enumerate(n.children) if n.field_name_for_child(i) not in keep)
+            continue
+        if t == "ERROR":                               # its loose words may be anything
+            out.update(w for c in n.children if c.child_count == 0
+                       for w in _IDENT.findall(data[c.start_byte:c.end_byte].decode("utf-8", "replace")))
+        stack.extend(n.children)
+    return frozenset(out)
 
 
 @dataclass

@@ -5,10 +5,11 @@ typescript_scope.py, tree-sitter).
 
 What exists: the language server's names at the cursor (a completion at a name start: locals,
 parameters, the module's names, imports, the lib's and the ambient declarations' globals: asked
-when the row starts, so it is in before the first line ends), every identifier the file writes
-outside other functions (`visible_names`: a superset, less the parameters and bodies of the
-functions that do not hold the cursor), the bindings of the generated code, and a few implicit
-names (`arguments`, ...).
+when the row starts, so it is in before the first line ends), every value identifier the file
+writes where the cursor can see it (`visible_names`: a superset, less comments, strings, types —
+an interface's members and their parameters — and the parameters and bodies of the functions
+that do not hold the cursor), the bindings of the generated code, and a few implicit names
+(`arguments`, ...).
 Without the server's answer nothing is judged ("no answer": a global the file never names
 cannot be told from an invented one). Judged at each line end: the identifiers of the lines
 written so far whose statements tree-sitter reads whole; one in an unfinished statement waits
