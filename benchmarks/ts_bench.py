@@ -19,7 +19,9 @@ match (the first name written is the reference's), exact line, EditSim. Name and
 (`--names N --imports N`; built with `bench build --recipe R --kinds function,dereference,name,import`):
 the rest of a line from a name a method reads / after `import `, scored as dereference tasks
 and by the compiler with the first line in place: hallucinated names (TS2304, TS2552) and imports
-(TS2307, TS2305, TS2724, TS2614) the reference does not have, compile rate, harm.
+(TS2307, TS2305, TS2724, TS2614) the reference does not have, compile rate, harm; and
+`has_written_*_error`, the hallucination rate proper: only errors about a name (module) the
+completion's line writes (an error about a binding the line dropped is not an invented name).
 `--audit N`: the grounding audit on N dereference tasks (all by default) before generation: the
 monitor's question at each task's `obj.` asked as the monitor asks it, and the reference's
 member judged against the answer — a false block where the server answered and the member the
@@ -187,13 +189,26 @@ def score(task: dict, rec: dict, baselines: dict) -> dict:
     j = score_task(task, comp if task["kind"] == "function" else comp.split("\n", 1)[0], baselines)
     if task["kind"] in CURSOR_CODES:       # the four-kind benchmark's cursors: judged by tsc
         n = sum(j["codes"].get(c, 0) for c in CURSOR_CODES[task["kind"]])
+        w = sum(code in CURSOR_CODES[task["kind"]] and written(q, line, task["kind"]) for code, q in j["quoted"])
         row.update({f"{task['kind']}_errors": float(n), f"has_{task['kind']}_error": float(n > 0),
-                    "compiles": float(j["compiles"]), "codes": j["codes"]})
+                    f"has_written_{task['kind']}_error": float(w > 0),
+                    "compiles": float(j["compiles"]), "codes": j["codes"], "quoted": j["quoted"]})
         return row
     member = j["codes"].get("2339", 0) + j["codes"].get("2551", 0)
     row.update(compiles=float(j["compiles"]), member_errors=float(member), has_member_error=float(member > 0),
                new_errors=float(j["new_errors"]), codes=j["codes"])
     return row
+
+
+def written(quoted: str, line: str, kind: str) -> bool:
+    """Does the completion's line write what the error is about: the name (as a whole word) or
+    the module (its specifier)? An error about a name the line does not write (a binding the
+    line dropped, read further down the file) is a consequence, not a hallucination."""
+    if not quoted:
+        return False
+    if kind == "import":
+        return quoted in line
+    return re.search(r"(?<![\w$])" + re.escape(quoted) + r"(?![\w$])", line) is not None
 
 
 # what the compiler calls a hallucinated name (2304 cannot find name, 2552 ... did you mean) and
@@ -293,15 +308,15 @@ def main() -> None:
             for t in chosen:
                 row = scores[arm][t["task_id"]]
                 f.write(json.dumps({"arm": arm, "task_id": t["task_id"], "kind": t["kind"],
-                                    "codes": row.get("codes", {})}) + "\n")
+                                    "codes": row.get("codes", {}), "quoted": row.get("quoted", [])}) + "\n")
     result = {"model": lm.name, "dtype": lm.dtype, "tasks_file": str(args.tasks), "cpus": os.cpu_count(),
               "reproducible": not args.speculate, "arms": {"baseline": A, "monitored": B},
               "load_avg_1m_end": round(os.getloadavg()[0], 2), "generate_s": round(gen_s, 1),
               "total_s": round(time.perf_counter() - t0, 1), "audit": audited, "kinds": {}}
     for kind, metrics in (("function", ("compiles", "has_member_error", "member_errors", "new_errors", "edit_sim")),
                           ("dereference", ("nim", "exact_line", "edit_sim")),
-                          ("name", ("has_name_error", "name_errors", "compiles", "nim", "exact_line", "edit_sim")),
-                          ("import", ("has_import_error", "import_errors", "compiles", "nim", "exact_line", "edit_sim"))):
+                          ("name", ("has_name_error", "has_written_name_error", "name_errors", "compiles", "nim", "exact_line", "edit_sim")),
+                          ("import", ("has_import_error", "has_written_import_error", "import_errors", "compiles", "nim", "exact_line", "edit_sim"))):
         ids = [t["task_id"] for t in chosen if t["kind"] == kind]
         if not ids:
             continue

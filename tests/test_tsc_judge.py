@@ -89,6 +89,7 @@ def test_compile_rate_counts_only_errors_the_reference_does_not_have(tsc, tmp_pa
     assert score_task(fn, cart[start:end], base)["compiles"]
     bad = score_task(fn, "\n    return this.registry.sizes;\n  ", base)
     assert not bad["compiles"] and bad["codes"] == {"2551": 1}
+    assert bad["quoted"] == [["2551", "sizes"]]              # what the error is about
     k = cart.index("this.registry.size;") + len("this.registry.")
     dr = {"task_id": "d", "kind": "dereference", "repo_dir": str(pkg), "path": "src/cart.ts", "offset": k}
     assert score_task(dr, "size;", base)["compiles"]
@@ -132,3 +133,17 @@ def test_name_and_import_cursor_tasks(tmp_path):
     default = package_tasks(entry, tmp_path, TsBuildOptions())
     assert {t["kind"] for t in default} <= {"function", "dereference"}
     assert [t for t in tasks if t["kind"] in ("function", "dereference")] == default
+
+
+def test_a_name_error_counts_as_written_only_where_the_line_writes_the_name():
+    """ts_bench's hallucination rate: an error about a name the completion's line does not write
+    (a binding it dropped, read further down) is a consequence, not an invented name."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ts_bench", Path(__file__).parents[1] / "benchmarks" / "ts_bench.py")
+    ts_bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ts_bench)
+    line = "0; i < mapping._maps.length; i++) {"
+    assert ts_bench.written("mapping", line, "name") and ts_bench.written("i", line, "name")
+    assert not ts_bench.written("totalSize", line, "name") and not ts_bench.written("map", line, "name")
+    assert not ts_bench.written("_maps", "x._mapsy", "name") and not ts_bench.written("", line, "name")
+    assert ts_bench.written("./nodes", 'import { a } from "./nodes"', "import")

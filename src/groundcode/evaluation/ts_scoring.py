@@ -6,12 +6,15 @@ numbers shift with a body's length).
 
     row = score_task(task, completion, baselines)
     row["compiles"], row["new_errors"], row["codes"]     # {"2339": 1, ...}
+    row["quoted"]                                        # [["2304", "name"], ...]: each new error's
+                                                         # code and the first name its message quotes
 
 Errors worth naming: TS2339/TS2551 (no such member), TS2304 (no such name), TS2554/TS2345 (a
 call's arguments). Test: tests/test_tsc_judge.py.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -44,7 +47,13 @@ def score_task(task: dict, completion: str, baselines: dict) -> dict:
     diags, _ = judge(pkg, {task["path"]: put_in_place(task, text, completion)})
     new = Counter(_key(d) for d in diags) - baselines[str(pkg)]
     codes = Counter()
-    for (_, code, _), n in new.items():
+    quoted = []
+    for (_, code, message), n in new.items():
         codes[str(code)] += n
+        q = _QUOTED.search(message)
+        quoted += [[str(code), q.group(1) if q else ""]] * n
     return {"task_id": task["task_id"], "kind": task["kind"], "compiles": not new,
-            "new_errors": sum(new.values()), "codes": dict(codes)}
+            "new_errors": sum(new.values()), "codes": dict(codes), "quoted": quoted}
+
+
+_QUOTED = re.compile(r"['\"]([^'\"]+)['\"]")     # the name or module an error is about: its first quote
