@@ -32,6 +32,19 @@ def test_read_args_counts_top_level_arguments_in_code_only(text, want):
     assert read_args("a, b").last == 2 and read_args("f(x, y)").last == 0
 
 
+@pytest.mark.parametrize("text, count, least", [
+    ("new Map<string, number>(), x)", 3, 2),         # a comma inside `<…>` may be a type argument's
+    ("g<A, B>(x), y, z", 4, 3),                       # after the `>` that closes it: an argument's
+    ("a < b, c)", 2, 1),                              # `<` as less-than: not told apart, not counted
+    ("a <= b, c, (x) => x > 0, d", 4, 4),             # `<=`, `=>` and a `>` at no `<`: no type list
+    ("f(a < b, c), [x<y, z], d", 3, 3),               # a `<` inside brackets: their commas do not count
+    ("<T,>(v: T) => v, y", 3, 2),                     # a generic arrow: its `<T,>` closes
+])
+def test_commas_inside_a_possible_type_argument_list_are_not_sure(text, count, least):
+    a = read_args(text)
+    assert (a.count, a.least) == (count, least), a
+
+
 @pytest.fixture(scope="module")
 def ts():
     return lsp_servers.install("typescript")
@@ -70,6 +83,15 @@ def test_no_argument_past_the_last_parameter(ts, tiny_lm):
     assert out.completion.startswith("    this.registry.register(item,"), out.completion
     (rec,) = _calls(out)
     assert rec.constrained, rec
+
+
+def test_type_arguments_are_no_arguments(ts, tiny_lm):
+    # `new Map<string, number>()` is one argument: its comma was read as a second one (a false
+    # block of ` number`)
+    target = "    this.registry.register(new Map<string, number>().size + item);\n"
+    out = _run(tiny_lm, target, max_new=40)
+    assert out.completion.startswith(target), out.completion
+    assert not [r for r in _calls(out) if r.constrained], _calls(out)
 
 
 def test_a_rest_parameter_takes_any_count_and_unknowns_fail_open(ts, tiny_lm):

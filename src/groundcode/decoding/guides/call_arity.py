@@ -13,10 +13,15 @@ States (one row):
            that lands after it closed is recorded "late".
     ARGS   the argument text from the `(` on is scanned with the language's scanner (strings,
            templates, comments and regular expressions skipped; bracket depth; top-level
-           commas). A token is resampled (`check`) when it would
-             - close the call with fewer arguments than its last required parameter needs (the
-               mask: tokens without `)`), or
-             - begin an argument past the last parameter of a callee without a rest parameter
+           commas). A top-level comma after a `<` that no `>` has closed (`=>`, `<=` neither
+           open nor close) may lie in a type argument list (`new Map<string, number>()`,
+           `g<A, B>(x)`) or follow a less-than (`a < b, c`): not told apart, it may separate
+           arguments or not — the count is a range (Args.least..count). A token is resampled
+           (`check`) when it would
+             - close the call with fewer arguments than its last required parameter needs, by
+               the most count (the mask: tokens without `)`), or
+             - begin an argument past the last parameter, by the least count (an unsure comma
+               fails open), of a callee without a rest parameter
                (the mask: tokens that begin, after blanks, with `)`: a trailing comma may close)
                — once the signature, asked again where that argument begins, still says so (a
                generic callee's rest parameter is inferred from the arguments written: at the
@@ -51,16 +56,21 @@ TYPED = (".ts", ".tsx", ".mts", ".cts")
 class Args:
     """A call's argument text read so far: `closed` the offset of the `)` that closes it (-1:
     open), `count` the arguments written (a trailing comma starts none), `spread` a `...x`,
-    `last` where the last argument's text begins (after its comma)."""
+    `last` where the last argument's text begins (after its comma). A top-level comma after a
+    `<` no `>` has closed yet may be a type argument list's (`new Map<string, number>()`) or
+    follow a less-than (`a < b, c`): the scanner cannot tell, so `count` counts it (at most so
+    many arguments), `least` does not (at least so many); `commas` the sure commas' offsets."""
     closed: int
     count: int
     spread: bool
     last: int = 0
+    least: int = 0
+    commas: tuple[int, ...] = ()
 
 
 def read_args(text: str) -> Args:
     """The arguments of a call whose text after the `(` is `text` (partial code)."""
-    st, depth, starts, closed = _State(), [0], [0], [-1]
+    st, depth, starts, closed, angles, sure = _State(), [0], [0], [-1], [0], []
 
     def on(k: int, c: str) -> bool:
         if c in "([{":
@@ -70,15 +80,25 @@ def read_args(text: str) -> Args:
                 closed[0] = k
                 return True
             depth[0] -= 1
-        elif depth[0] == 0:                 # a top-level comma
+        elif depth[0]:
+            pass                            # inside brackets: neither commas nor `<…>` count
+        elif c == "<":
+            angles[0] += text[k + 1: k + 2] != "="          # `<=` opens none
+        elif c == ">":
+            if angles[0] and text[k - 1: k] != "=":         # `=>` closes none
+                angles[0] -= 1
+        else:                               # a top-level comma
             starts.append(k + 1)
+            if not angles[0]:
+                sure.append(k)
         return False
-    _scan_code(st, text, 0, "()[]{},", on)
+    _scan_code(st, text, 0, "()[]{},<>", on)
     end = closed[0] if closed[0] >= 0 else len(text)
     bounds = list(zip(starts, [*(s - 1 for s in starts[1:]), end]))
     args = [text[a:b].strip() for a, b in bounds]
     count = len(args) - (not args[-1])      # the last one counts once it is begun
-    return Args(closed[0], count, any(a.startswith("...") for a in args), starts[-1])
+    least = len(sure) + bool(text[sure[-1] + 1 if sure else 0: end].strip())
+    return Args(closed[0], count, any(a.startswith("...") for a in args), starts[-1], least, tuple(sure))
 
 
 class CallArityMonitor(CallOpener, Guide):
@@ -159,18 +179,20 @@ class CallArityMonitor(CallOpener, Guide):
             return False
         return a.count < self._bounds_of(ans.signature)[0]
 
-    def _still_too_many(self, row: RowView, t: str, a: Args) -> bool:
-        """Asked again where the extra argument begins: a generic callee's signature at the `(`
-        is inferred from no arguments (`f<A extends any[]>(v, ...args: A)` shows `f(v)`); with
-        the arguments written it may take more. Not known in time (the editor): not blocked."""
-        key = (self.call_start, a.count)
+    def _still_too_many(self, row: RowView, t: str, a: Args, most: int) -> bool:
+        """Asked again where the first argument past the last parameter begins (after the sure
+        comma that opens it): a generic callee's signature at the `(` is inferred from no
+        arguments (`f<A extends any[]>(v, ...args: A)` shows `f(v)`); with the arguments written
+        it may take more. Not known in time (the editor): not blocked."""
+        key = (self.call_start, a.least)
         if key not in self.widened:
-            ans = ask_signature(self, self.callee, (row.text + t)[: self.call_start + a.last]).result(0)
+            at = a.commas[most - 1] + 1 if most else 0
+            ans = ask_signature(self, self.callee, (row.text + t)[: self.call_start + at]).result(0)
             self.widened[key] = None if ans is None else ans.signature
-            if ans is not None and ans.signature is not None and a.count <= self._bounds_of(ans.signature)[1]:
+            if ans is not None and ans.signature is not None and a.least <= self._bounds_of(ans.signature)[1]:
                 self.sig = ans.signature
         sig = self.widened[key]
-        return sig is not None and a.count > self._bounds_of(sig)[1]
+        return sig is not None and a.least > self._bounds_of(sig)[1]
 
     def check(self, row: RowView, token: int) -> np.ndarray | None:
         if self.off:
@@ -184,7 +206,7 @@ class CallArityMonitor(CallOpener, Guide):
         if a.spread:
             return None
         need, most = self._bounds_of(self.sig)
-        if a.count > most and self._still_too_many(row, row.vocab.texts[token], a):
+        if a.least > most and self._still_too_many(row, row.vocab.texts[token], a, most):
             ids = _closing(row.vocab)     # an argument past the last parameter
         elif a.closed >= 0 and a.count < need:   # closes with a required parameter unbound
             ids = _without(row.vocab, ")")
