@@ -65,19 +65,18 @@ _FUNCTIONS = frozenset({"function_declaration", "generator_function_declaration"
                         "function", "generator_function", "arrow_function", "method_definition"})
 
 
-# what never binds or reads a value: comments, strings, and types (an interface's or a type
-# literal's members and their parameters, an overload's parameters, annotations, type arguments)
-_NO_VALUES = frozenset({"comment", "string", "regex", "type_annotation", "type_arguments", "type_parameters",
-                        "interface_declaration", "type_alias_declaration", "function_type", "constructor_type",
+# what never binds or reads a value: comments, strings, annotations, and the members of a type
+# (an interface's, a type literal's) with their parameters, a function type's parameters
+_NO_VALUES = frozenset({"comment", "string", "regex", "type_annotation", "function_type", "constructor_type",
                         "property_signature", "method_signature", "call_signature", "construct_signature",
-                        "index_signature", "abstract_method_signature", "implements_clause"})
-_CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "class"})
+                        "index_signature", "abstract_method_signature"})
 
 
 @lru_cache(maxsize=32)
 def visible_names(code: str, at: int) -> frozenset:
-    """The value identifiers the file writes where offset `at` can see them: every identifier
-    read or bound (and each class's name) outside comments, strings and types, less the
+    """The identifiers the file writes where offset `at` can see them: every identifier read or
+    bound and every type's name, outside comments, strings, annotations and the members of types
+    (an interface's members and their parameters, a function type's parameters), less the
     parameters and bodies of every function that does not hold `at` (a closed one before it,
     any after it: another scope's). Still a superset (a block's `let` beside the cursor's, a
     name read before it is bound); a function left unfinished at `at` holds it; the loose words
@@ -91,6 +90,11 @@ def visible_names(code: str, at: int) -> frozenset:
             return False
         if n.end_byte >= cursor:
             return True
+        # ended before `at` on its line with nothing closing between: `(s) => s.` at a cursor
+        # after the dot (the dot read as an error beside the arrow function)
+        gap = data[n.end_byte:cursor]
+        if not any(c in gap for c in b"\n,;)}]"):
+            return True
         # ended before `at`: closed there, unless read with an error and left open
         return n.has_error and not data[n.start_byte:n.end_byte].rstrip().endswith(b"}")
 
@@ -100,7 +104,8 @@ def visible_names(code: str, at: int) -> frozenset:
         t = n.type
         if t in _NO_VALUES:
             continue
-        if t in _LOADS or t in _PATTERN_BINDS or t == "type_identifier" and n.parent.type in _CLASSES:
+        if t in _LOADS or t in _PATTERN_BINDS or t == "type_identifier":   # a type's name too: a
+            # broken parse reads `f<T>(x)` as comparisons, T a value
             out.add(data[n.start_byte:n.end_byte].decode("utf-8", "surrogatepass"))
             continue
         if t == "function_signature":                  # an overload: its name, not its parameters
@@ -108,8 +113,8 @@ def visible_names(code: str, at: int) -> frozenset:
             if name is not None:
                 stack.append(name)
             continue
-        if t == "formal_parameters" and n.parent.type == "ERROR" and not holds(n):
-            continue                                   # a broken function's, before or after
+        if t == "formal_parameters" and n.parent.type == "ERROR" and n.start_byte > cursor:
+            continue                                   # a broken function's after the cursor
         if t in _FUNCTIONS and not holds(n):
             keep = {"parameters", "parameter", "body"}
             stack.extend(c for i, c in enumerate(n.children) if n.field_name_for_child(i) not in keep)
