@@ -77,10 +77,21 @@ def test_a_call_does_not_close_while_a_required_parameter_is_unbound(ts, tiny_lm
     assert rec.constrained and not rec.failed_open, rec
 
 
-def test_no_argument_past_the_last_parameter(ts, tiny_lm):
+def test_no_argument_past_the_last_parameter_its_comma_is_resampled(ts, tiny_lm):
+    # the comma itself: held only at the next argument, the model closed after the comma and
+    # dropped the argument it meant (`this.appendMap(mapping._maps[i], pos,)`, prosemirror)
     out = _run(tiny_lm, "    this.registry.register(item, 2);\n")
-    assert "register(item, 2" not in out.completion, out.completion
-    assert out.completion.startswith("    this.registry.register(item,"), out.completion
+    assert out.completion.startswith("    this.registry.register(item"), out.completion
+    assert "register(item," not in out.completion, out.completion
+    (rec,) = _calls(out)
+    assert rec.constrained, rec
+
+
+def test_a_call_broken_over_lines_keeps_its_trailing_comma(ts, tiny_lm):
+    # `f(\n  a,\n)`: a trailing comma is the style there; the next argument is what is held
+    out = _run(tiny_lm, "    this.registry.register(\n      item,\n      2,\n    );\n")
+    assert out.completion.startswith("    this.registry.register(\n      item,\n"), out.completion
+    assert "item,\n      2" not in out.completion, out.completion
     (rec,) = _calls(out)
     assert rec.constrained, rec
 
@@ -131,3 +142,47 @@ def test_a_call_the_prompt_opens_is_counted_from_the_first_token(ts, tiny_lm, tm
     (rec,) = _calls(out)
     assert rec.receiver == "this.registry.register(" and rec.constrained, rec
     assert not out.completion.startswith(")"), out.completion
+
+
+
+def test_an_answer_not_in_at_the_comma_fails_open_and_is_read_at_the_next_token():
+    # the editor never waits: the signature asked again at the comma is still running, so the
+    # comma passes; landed by the next token, the argument's beginning is held (the `)` mask)
+    from fake_analyzer import FakeBase
+    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
+    from groundcode.decoding.guides.base import RowView
+    from groundcode.decoding.guides.call_arity import CallArityMonitor
+    from groundcode.decoding.vocab import VocabIndex
+
+    answer = SignatureAnswer(CallSignature("register", (ParamSpec("item", "either", True),)))
+
+    class Running:
+        landed = False
+
+        def result(self, timeout=0):
+            return answer if self.landed else None
+
+    class Server(FakeBase):
+        def __init__(self):
+            self.asked, self.running = [], Running()
+
+        def ask(self, query):
+            self.asked.append(query)
+            return Answered(answer) if len(self.asked) == 1 else self.running
+
+    texts = ["", "    this.registry.register(", "item", ",", " 2", ")", " )"]
+    vocab, server = VocabIndex(texts), Server()
+    row = RowView(0, cursor_context(REPO / "src" / "cart.ts", 9, 0, REPO), vocab)
+    mon = CallArityMonitor(server)
+    mon.reset(row)
+    for tok in (1, 2):
+        row.tokens.append(tok)
+        row.text += texts[tok]
+        mon.advance(row, tok)
+    assert mon.check(row, 2) is None and mon.check(row, 3) is None, "the comma: not known yet"
+    row.tokens.append(3)
+    row.text += ","
+    mon.advance(row, 3)
+    server.running.landed = True
+    assert sorted(mon.check(row, 4)) == [5, 6]       # ` 2` held: only what closes the call
+    assert len(server.asked) == 2                     # the comma's question, not asked again

@@ -20,12 +20,21 @@ States (one row):
            (`check`) when it would
              - close the call with fewer arguments than its last required parameter needs, by
                the most count (the mask: tokens without `)`), or
+             - write the sure comma that opens an argument past the last parameter of a callee
+               without a rest parameter, in a call on one line so far (no line break from the
+               `(` to that comma: such a call takes no trailing comma, the comma can only begin
+               an argument; the mask: tokens without `,` — the model closes the call or goes on
+               with its last argument, rather than writing `,)` and dropping the one it meant), or
              - begin an argument past the last parameter, by the least count (an unsure comma
-               fails open), of a callee without a rest parameter
-               (the mask: tokens that begin, after blanks, with `)`: a trailing comma may close)
-               — once the signature, asked again where that argument begins, still says so (a
-               generic callee's rest parameter is inferred from the arguments written: at the
-               `(` it may show none);
+               fails open): the comma was let through (a call broken over lines, where a
+               trailing comma is the style: `f(\n  a,\n)`; or an answer not in yet at it);
+               the mask: tokens that begin, after blanks, with `)`
+             — each once the signature, asked again with the text cut right after that comma,
+               still says so (a generic callee's rest parameter is inferred from the arguments
+               written: at the `(` it may show none). The question is the same at the comma and
+               where the argument begins (the argument's own text makes the server answer
+               unknown), so it is asked at the comma; an answer not in yet there (the editor)
+               fails open at the comma and is read again at the next token;
            and in WAIT a token that opens and closes a call at once (`()`) while its callee
            requires an argument is resampled without `)` (its signature asked before it is
            accepted: waited for where reproducible).
@@ -41,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...languages.typescript_scan import _scan_code, _State
+from ...lines import ECMASCRIPT as EOL
 from .base import Guide, RowView, TriggerRecord
 from .keyword_args import WAIT, CallOpener, _closing, _without, ask_signature
 
@@ -179,20 +189,21 @@ class CallArityMonitor(CallOpener, Guide):
             return False
         return a.count < self._bounds_of(ans.signature)[0]
 
-    def _still_too_many(self, row: RowView, t: str, a: Args, most: int) -> bool:
-        """Asked again where the first argument past the last parameter begins (after the sure
-        comma that opens it): a generic callee's signature at the `(` is inferred from no
-        arguments (`f<A extends any[]>(v, ...args: A)` shows `f(v)`); with the arguments written
-        it may take more. Not known in time (the editor): not blocked."""
-        key = (self.call_start, a.least)
-        if key not in self.widened:
-            at = a.commas[most - 1] + 1 if most else 0
-            ans = ask_signature(self, self.callee, (row.text + t)[: self.call_start + at]).result(0)
-            self.widened[key] = None if ans is None else ans.signature
-            if ans is not None and ans.signature is not None and a.least <= self._bounds_of(ans.signature)[1]:
-                self.sig = ans.signature
-        sig = self.widened[key]
-        return sig is not None and a.least > self._bounds_of(sig)[1]
+    def _still_too_many(self, row: RowView, t: str, at: int, slot: int) -> bool:
+        """Does argument `slot` (1-based), beginning at offset `at` of the call's text, lie past
+        the last parameter by the signature asked again there? A generic callee's signature at
+        the `(` is inferred from no arguments (`f<A extends any[]>(v, ...args: A)` shows `f(v)`);
+        with the arguments written it may take more. Not known yet (the editor): not blocked
+        now; the ticket is kept and read again at the next token."""
+        upto = (row.text + t)[: self.call_start + at]
+        ticket = self.widened.get(upto)
+        if ticket is None:
+            ticket = self.widened[upto] = ask_signature(self, self.callee, upto)
+        ans = ticket.result(0)
+        sig = None if ans is None else ans.signature
+        if sig is not None and slot <= self._bounds_of(sig)[1]:
+            self.sig = sig
+        return sig is not None and slot > self._bounds_of(sig)[1]
 
     def check(self, row: RowView, token: int) -> np.ndarray | None:
         if self.off:
@@ -202,12 +213,18 @@ class CallArityMonitor(CallOpener, Guide):
                 ids = _without(row.vocab, ")")
                 return ids if len(ids) else None
             return None
-        a = read_args(row.text[self.call_start:] + row.vocab.texts[token])
+        t = row.vocab.texts[token]
+        call = row.text[self.call_start:] + t
+        a = read_args(call)
         if a.spread:
             return None
         need, most = self._bounds_of(self.sig)
-        if a.least > most and self._still_too_many(row, row.vocab.texts[token], a, most):
-            ids = _closing(row.vocab)     # an argument past the last parameter
+        # the sure comma that opens the first argument past the last parameter; this token's,
+        # in a call on one line so far (no trailing comma there: it can only begin one)
+        k = a.commas[most - 1] if 0 < most <= len(a.commas) else -1
+        at_comma = k >= len(call) - len(t) and not any(c in call[:k] for c in EOL)
+        if (at_comma or a.least > most) and self._still_too_many(row, t, k + 1, most + 1):
+            ids = _without(row.vocab, ",") if at_comma else _closing(row.vocab)
         elif a.closed >= 0 and a.count < need:   # closes with a required parameter unbound
             ids = _without(row.vocab, ")")
         else:
