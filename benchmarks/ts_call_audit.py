@@ -4,9 +4,10 @@ TypeScript files the recipe's tasks come from (tree-sitter finds them), the call
 the signature asked exactly as the monitor does — `CallArityMonitor._callee` at the `(`, a
 SignatureQuery to TypeScript's server with the call's text cut after the `(` and the file's rest
 after the call's last line kept — and the call as the package writes it (`read_args`: the
-monitor's count) is judged: more arguments than parameters without a rest parameter (the
-signature asked again where the extra argument begins, as the monitor does), or fewer than the
-last required parameter needs, is a false block. Spread arguments are not judged.
+monitor's count: at least so many against the parameters, at most against the required ones)
+is judged: more arguments than parameters without a rest parameter (the signature asked again
+where the extra argument begins, as the monitor does), or fewer than the last required
+parameter needs, is a false block. Spread arguments are not judged.
 
     .venv/bin/python benchmarks/ts_call_audit.py --tasks ~/.cache/groundcode/bench/typescript-heldout/tasks.jsonl \
         [--max-calls 2000] [--out benchmarks/results/ts_call_audit.json] [--examples FILE]
@@ -44,17 +45,6 @@ def calls_of(text: str) -> list[int]:
             walk(c)
     walk(_parser().parse(data).root_node)
     return sorted(out)
-
-
-def _nth_start(args_text: str, n: int) -> int:
-    """Where argument n (0-based) of a call's argument text begins (after its comma)."""
-    k = 0
-    for i in range(len(args_text) + 1):
-        a = read_args(args_text[:i])
-        if a.count > n or i == len(args_text):
-            return a.last if a.count > n else i
-        k = i
-    return k
 
 
 class _Probe(CallArityMonitor):
@@ -128,8 +118,8 @@ def main() -> None:
                     continue
                 sig = ans.signature
                 need, most = _Probe._bounds_of(None, sig)
-                if got.count > most:       # as the monitor: asked again where the extra one begins
-                    cut = _nth_start(text[paren + 1:], int(most))
+                if got.least > most:       # as the monitor: asked again where the extra one begins
+                    cut = got.commas[int(most) - 1] + 1 if most else 0     # (after its sure comma)
                     head2 = text[: paren + 1 + cut]
                     line2, col2 = end_position(head2)
                     again = a.ask(SignatureQuery(Splice(head2 + "\n" + text[end:], line2, col2, Path(repo) / path, None),
@@ -141,7 +131,7 @@ def main() -> None:
                     sig = again.signature
                     need, most = _Probe._bounds_of(None, sig)
                 r["judged"] += 1
-                why = "too many" if got.count > most else "too few" if got.count < need else None
+                why = "too many" if got.least > most else "too few" if got.count < need else None
                 if why:
                     r["false_blocks"] += 1
                     why_blocked[why] += 1
