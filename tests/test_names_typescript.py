@@ -358,3 +358,21 @@ def test_another_functions_local_is_redone(ts, tiny_lm, tmp_path):
     recs = [t for t in out.triggers if t.kind == "name"]
     assert recs and recs[0].rolled_back and recs[0].chosen != "secret", (out.completion, recs)
     assert "secret" not in out.completion, out.completion
+
+
+def test_an_answer_without_the_libs_globals_is_no_scope_and_judges_nothing(ts, tiny_lm, tmp_path):
+    # the cursor's line emptied before an `else`: the server answered Error's members (cause,
+    # message, name, stack), and `Object` was judged missing (tstl, the name-kind audit)
+    from scripted import scripted_lm, planted
+    from groundcode.api import Generator
+    root = _ts_repo(tmp_path)
+    (root / "src" / "app.ts").write_text(
+        "export class Oops extends Error {\n  constructor(message: string) {\n    super(message);\n"
+        "    const proto = new.target.prototype;\n    if (\n    else (this as any).__proto__ = proto;\n"
+        "  }\n}\n")
+    ctx = cursor_context(root / "src" / "app.ts", 5, 8, root)
+    with Generator(scripted_lm(tiny_lm, planted("Object.setPrototypeOf) Object.setPrototypeOf(this, proto);\n")),
+                   MonitorConfig(enabled=True, names=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=80))[0][0]
+    assert out.completion.startswith("Object.setPrototypeOf) Object.setPrototypeOf(this"), out.completion
+    assert not [t for t in out.triggers if t.kind == "name" and t.rolled_back], out.triggers

@@ -11,7 +11,9 @@ an interface's members and their parameters — and the parameters and bodies of
 that do not hold the cursor), the bindings of the generated code, and a few implicit names
 (`arguments`, ...).
 Without the server's answer nothing is judged ("no answer": a global the file never names
-cannot be told from an invented one). Judged at each line end: the identifiers of the lines
+cannot be told from an invented one; an answer without the lib's globals — `Object`, `globalThis` —
+is no scope's list and counts as none: the line after the emptied one can make the server list
+members). Judged at each line end: the identifiers of the lines
 written so far whose statements tree-sitter reads whole; one in an unfinished statement waits
 for it. Types are not judged.
 Imports: the module string of each import, export-from, `import y = require("x")`,
@@ -42,6 +44,7 @@ from .names import NamesMonitor, _token_start
 from .narrowing import SPECIFIER, Narrowing
 
 _FROM_QUOTE = re.compile(r"\}\s*from\s*(['\"])")
+_SCOPE_MARKS = frozenset({"Object", "globalThis", "undefined"})   # a scope's list holds the lib's globals
 _QUOTES = "'\"`"     # a specifier redone ends at its closing quote, never at an escape
                      # (`"./context\n"`: a module named with a line break) or a space
 
@@ -141,6 +144,8 @@ class TsNamesMonitor(NamesMonitor):
         a = self._answer
         if a is None or a.failed or not a.names:
             return None
+        if not _SCOPE_MARKS & a.names:      # not a scope's list: what follows the emptied line can
+            return None                     # make the server answer members (`else` after it: Error's)
         return a.names
 
     def _ts_missing(self, name: str, binds) -> bool:
