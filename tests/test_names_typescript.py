@@ -376,3 +376,20 @@ def test_an_answer_without_the_libs_globals_is_no_scope_and_judges_nothing(ts, t
         out = gen.run([ctx], SamplingConfig(max_new_tokens=80))[0][0]
     assert out.completion.startswith("Object.setPrototypeOf) Object.setPrototypeOf(this"), out.completion
     assert not [t for t in out.triggers if t.kind == "name" and t.rolled_back], out.triggers
+
+
+def test_a_name_only_an_import_would_bring_is_not_in_scope(ts, tiny_lm, tmp_path):
+    # the server offers other modules' exports at a name start, each with the import it would
+    # add (auto-imports: `new StatementSync(` from node:sqlite went through on the benchmark)
+    from scripted import scripted_lm, planted
+    from groundcode.api import Generator
+    root = _ts_repo(tmp_path)
+    (root / "src" / "other.ts").write_text("export const onlyThere = 1;\n")
+    (root / "src" / "app.ts").write_text('import { help } from "./helper";\n\nexport const x = help;\n\n')
+    ctx = cursor_context(root / "src" / "app.ts", 4, 0, root)
+    with Generator(scripted_lm(tiny_lm, planted("export const y = onlyThere;\n")),
+                   MonitorConfig(enabled=True, names=True, reproducible=True)) as gen:
+        out = gen.run([ctx], SamplingConfig(max_new_tokens=40))[0][0]
+    recs = [t for t in out.triggers if t.kind == "name"]
+    assert recs and recs[0].rolled_back and recs[0].chosen != "onlyThere", (out.completion, out.triggers)
+    assert "onlyThere" not in out.completion, out.completion
