@@ -69,6 +69,12 @@ def test_visible_names_leave_out_comments_strings_and_types():
     assert {"Mappable", "Z"} <= seen
     generic = "function g<TSource>(v) {\n  return f<TSource>(v)\n"
     assert "TSource" in visible_names(generic, len(generic))
+    # a line cut inside brackets (`this.appendMap(mapping._maps[`) broke the parse of the rest:
+    # a later method's parameters read as loose words; the brackets are closed where that reads better
+    cut = ("class Mapping {\n  appendInverted(mapping: Mapping) {\n    this.appendMap(mapping._maps[\n  }\n"
+           "  /// Map `pos` through\n  _map(pos: number, assoc: number) { return pos + assoc }\n}\n")
+    seen = visible_names(cut, cut.index("_maps[") + len("_maps["))
+    assert "mapping" in seen and not {"pos", "assoc", "Map", "through"} & seen, seen
     # the parameters of an arrow function the cursor's line leaves broken hold the cursor
     arrow = "const r = make({\n  getRuntime: (getState) => runtimeBy.\n})\n"
     assert "getState" in visible_names(arrow, arrow.index("runtimeBy.") + len("runtimeBy."))

@@ -81,7 +81,7 @@ def visible_names(code: str, at: int) -> frozenset:
     any after it: another scope's). Still a superset (a block's `let` beside the cursor's, a
     name read before it is bound); a function left unfinished at `at` holds it; the loose words
     of what tree-sitter reads with an error count as names (whatever the grammar made of them)."""
-    data = code.encode("utf-8", "surrogatepass")
+    data, tree = _best_parse(code, at)
     cursor = len(code[:at].encode("utf-8", "surrogatepass"))
     out: set = set()
 
@@ -98,7 +98,7 @@ def visible_names(code: str, at: int) -> frozenset:
         # ended before `at`: closed there, unless read with an error and left open
         return n.has_error and not data[n.start_byte:n.end_byte].rstrip().endswith(b"}")
 
-    stack = [_parser().parse(data).root_node]
+    stack = [tree.root_node]
     while stack:
         n = stack.pop()
         t = n.type
@@ -120,10 +120,46 @@ def visible_names(code: str, at: int) -> frozenset:
             stack.extend(c for i, c in enumerate(n.children) if n.field_name_for_child(i) not in keep)
             continue
         if t == "ERROR":                               # its loose words may be anything
-            out.update(w for c in n.children if c.child_count == 0
+            out.update(w for c in n.children if c.child_count == 0 and c.type not in _NO_VALUES
                        for w in _IDENT.findall(data[c.start_byte:c.end_byte].decode("utf-8", "replace")))
         stack.extend(n.children)
     return frozenset(out)
+
+
+def _best_parse(code: str, at: int):
+    """(bytes, tree) of `code`, or of `code` with a name and the closers of the brackets the
+    cursor's line leaves open put at `at` (`this.f(a[` + `_])`), whichever tree-sitter reads
+    with fewer bytes in error: a line cut at the cursor can break the parse of the rest of the
+    file (whose functions' parameters then read as loose words), or the file's next lines close
+    those brackets themselves (a call broken over lines)."""
+    from .typescript_scan import CODE, _scan_code, _State
+    start = max(code.rfind("\n", 0, at), code.rfind("\r", 0, at)) + 1
+    opened: list = []
+
+    def on(k, c):
+        if c in "([{":
+            opened.append(c)
+        elif opened and "([{".index(opened[-1]) == ")]}".index(c):
+            opened.pop()
+        return False
+    st = _State()
+    _scan_code(st, code[:at], start, "()[]{}", on)
+    data = code.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(data)
+    if "{" in opened:                        # a `{` the line opens: its next lines close it and
+        opened = opened[len(opened) - opened[::-1].index("{"):]     # what it is inside of
+    if st.mode != CODE or not opened or not tree.root_node.has_error:
+        return data, tree
+    closed = (code[:at] + "_" + "".join(")]"["([".index(c)] for c in reversed(opened)) + code[at:]).encode(
+        "utf-8", "surrogatepass")
+    other = _parser().parse(closed)
+    return (closed, other) if _error_bytes(other.root_node) < _error_bytes(tree.root_node) else (data, tree)
+
+
+def _error_bytes(n) -> int:
+    if n.type == "ERROR" or n.is_missing:
+        return n.end_byte - n.start_byte
+    return sum(_error_bytes(c) for c in n.children if c.has_error or c.is_missing)
 
 
 @dataclass
