@@ -75,6 +75,19 @@ def test_visible_names_leave_out_comments_strings_and_types():
            "  /// Map `pos` through\n  _map(pos: number, assoc: number) { return pos + assoc }\n}\n")
     seen = visible_names(cut, cut.index("_maps[") + len("_maps["))
     assert "mapping" in seen and not {"pos", "assoc", "Map", "through"} & seen, seen
+    assert "_" not in seen                 # the stand-in name the brackets were closed after
+    # where the file read whole has errors, each top-level statement is read on its own too
+    # (createSlice.ts, one error node from its first line to its last: every word counted); the
+    # statements split at line starts at bracket depth 0, never inside a string or a template
+    from groundcode.languages.typescript_scope import _chunks
+    spoilt = ("export interface Makers<S> {\n  <R>(p: R): Def<S, R>\n  <\n    R,\n    C extends Cfg = {},\n"
+              "  >(\n    p: R,\n  ): Def<S, R>\n}\nconst t = `a\nb`\nfunction here(context: number) {\n  if (\n}\n"
+              "function later({ zzName }: Details, zzOther: number) {\n  use(zzName, zzOther)\n}\n")
+    heads = [spoilt[a:b].split("\n", 1)[0] for a, b in _chunks(spoilt, spoilt.index("if (") + 4)]
+    assert heads == ["export interface Makers<S> {", "const t = `a", "function here(context: number) {",
+                     "function later({ zzName }: Details, zzOther: number) {"], heads
+    seen = visible_names(spoilt, spoilt.index("if (") + 4)
+    assert {"context", "here", "later", "t"} <= seen and not {"zzName", "zzOther"} & seen, seen
     # the parameters of an arrow function the cursor's line leaves broken hold the cursor
     arrow = "const r = make({\n  getRuntime: (getState) => runtimeBy.\n})\n"
     assert "getState" in visible_names(arrow, arrow.index("runtimeBy.") + len("runtimeBy."))

@@ -80,9 +80,57 @@ def visible_names(code: str, at: int) -> frozenset:
     parameters and bodies of every function that does not hold `at` (a closed one before it,
     any after it: another scope's). Still a superset (a block's `let` beside the cursor's, a
     name read before it is bound); a function left unfinished at `at` holds it; the loose words
-    of what tree-sitter reads with an error count as names (whatever the grammar made of them)."""
+    of what tree-sitter reads with an error count as names (whatever the grammar made of them).
+    Where the file read whole has errors, its top-level statements are also read one by one
+    (`_chunks`), and the reading with fewer bytes in error is taken: one construct the grammar
+    cannot read (createSlice.ts: the whole file one error) then spoils its statement only."""
     data, tree = _best_parse(code, at)
     cursor = len(code[:at].encode("utf-8", "surrogatepass"))
+    if not tree.root_node.has_error:
+        return frozenset(_names_in(data, tree, cursor))
+    whole_err = _error_bytes(tree.root_node)
+    out, err = set(), 0
+    for a, b in _chunks(code, at):
+        if a <= at < b or at == b == len(code):
+            d, t = _best_parse(code[a:b], at - a)
+            c = len(code[a:at].encode("utf-8", "surrogatepass"))
+        else:
+            d = code[a:b].encode("utf-8", "surrogatepass")
+            t, c = _parser().parse(d), -1           # holds no cursor: every function is another's
+        err += _error_bytes(t.root_node)
+        if err >= whole_err:
+            return frozenset(_names_in(data, tree, cursor))
+        out |= _names_in(d, t, c)
+    return frozenset(out)
+
+
+def _chunks(code: str, at: int = -1) -> list:
+    """(start, end) of each top-level statement: split at the line starts at bracket depth 0, in
+    code (not in a string, template or comment), whose line begins with neither a blank nor a
+    closer. The brackets the cursor's line (offset `at`) leaves open are not counted: it is
+    cut at the cursor."""
+    from .typescript_scan import _scan_code, _State
+    cuts, depth, line = [0], [0], [0, at >= 0]     # depth at the cursor line's start; not past it
+
+    def on(k, c):
+        if c == "\n":
+            if line[1] and k >= at:
+                depth[0], line[1] = line[0], False
+            elif line[1]:
+                line[0] = depth[0]
+            nxt = code[k + 1:k + 2]
+            if depth[0] == 0 and nxt and nxt not in " \t\r\n)]}":
+                cuts.append(k + 1)
+        else:
+            depth[0] = max(0, depth[0] + (1 if c in "([{" else -1))
+        return False
+    _scan_code(_State(), code, 0, "()[]{}\n", on)
+    cuts.append(len(code))
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _names_in(data: bytes, tree, cursor: int) -> set:
+    """The names of one parse (see visible_names); `cursor` a byte offset (-1: none held)."""
     out: set = set()
 
     def holds(n) -> bool:
@@ -106,7 +154,8 @@ def visible_names(code: str, at: int) -> frozenset:
             continue
         if t in _LOADS or t in _PATTERN_BINDS or t == "type_identifier":   # a type's name too: a
             # broken parse reads `f<T>(x)` as comparisons, T a value
-            out.add(data[n.start_byte:n.end_byte].decode("utf-8", "surrogatepass"))
+            if n.end_byte > n.start_byte != cursor:    # not missing, not _best_parse's stand-in
+                out.add(data[n.start_byte:n.end_byte].decode("utf-8", "surrogatepass"))
             continue
         if t == "function_signature":                  # an overload: its name, not its parameters
             name = n.child_by_field_name("name")
@@ -123,7 +172,7 @@ def visible_names(code: str, at: int) -> frozenset:
             out.update(w for c in n.children if c.child_count == 0 and c.type not in _NO_VALUES
                        for w in _IDENT.findall(data[c.start_byte:c.end_byte].decode("utf-8", "replace")))
         stack.extend(n.children)
-    return frozenset(out)
+    return out
 
 
 def _best_parse(code: str, at: int):
