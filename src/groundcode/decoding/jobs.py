@@ -20,6 +20,14 @@ def _one_line(exc: BaseException) -> str:
         f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
 
 
+def _drop(held) -> None:
+    """Give back what a prefill or batch that failed holds (llama.cpp's sequences; nothing for
+    torch's, whose tensors go with the object)."""
+    drop = getattr(held, "drop", None)
+    if drop is not None:
+        drop()
+
+
 class _Ahead:
     """A lookahead job's brief: the characters its row may not start with at the cursor, and how
     many more lookahead rows may follow it."""
@@ -114,9 +122,7 @@ class Records:
             for r in job.rows:                # their analysis waits end too
                 if r.view.cancelled is not None:
                     r.view.cancelled.set()
-        drop = getattr(self.batch, "drop", None)
-        if drop is not None:
-            drop()                            # llama.cpp's sequences of the rows dropped
+        _drop(self.batch)                     # llama.cpp's sequences of the rows dropped
         self.batch = self._new_batch()
 
     def _fail_all(self, message: str) -> None:

@@ -45,16 +45,8 @@ from .engine import PREFILL_CHUNK, Prefill
 from .preempt import Preempted
 from .prefix_cache import PrefixCache
 from .prepare import Preparer
-from .jobs import _WAKE, Records, _Ahead, _Ended, _Job, _one_line  # noqa: F401
+from .jobs import _WAKE, Records, _Ahead, _drop, _Ended, _Job, _one_line  # noqa: F401
 from .lookahead import BUSY_SHARE, Lookahead, _machine_busy  # noqa: F401
-
-
-def _drop(held) -> None:
-    """Give back what a prefill or batch that failed holds (llama.cpp's sequences; nothing for
-    torch's, whose tensors go with the object)."""
-    drop = getattr(held, "drop", None)
-    if drop is not None:
-        drop()
 
 
 def release_memory() -> None:
