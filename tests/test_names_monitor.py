@@ -72,6 +72,47 @@ def test_visible_names_leave_out_other_functions_locals():
     assert not {"loc", "p", "K", "zz"} & names
 
 
+_MODULE_FORMS = '''\
+import os.path, a.b as ab
+from .pkg import x as y, z
+from m import *
+@deco(w := 1)
+def f(p, q=[c for c in r]):
+    loc = 1
+    global g
+class K(base):
+    attr = 2
+async def af(): pass
+u, *v = (1, 2)
+[s1, (s2, s3)] = t
+obj.field = 1
+obj[key] = 2
+n += 1
+ann: int
+for i, j in pairs: pass
+with open(x) as fh, ctx() as (h1, h2): pass
+try: pass
+except E as err: pass
+del gone
+squares = [k2 for k2 in range(3) if (kw := k2)]
+fn = lambda lp: lp
+'''
+
+
+def test_the_fast_reading_of_module_names_is_parsos():
+    """module_names reads valid code with `ast` and falls back to parso: the same set either way,
+    parso's own reading of a definition included (an attribute target, a comprehension's variable),
+    less a binding parso misses (a walrus among a call's arguments binds at module level)."""
+    from groundcode.languages.python_scope import _ast_module_names, _parso_module_names, module_names
+    fast = _ast_module_names(_MODULE_FORMS)
+    assert fast - _parso_module_names(_MODULE_FORMS) == {"w"} and fast >= _parso_module_names(_MODULE_FORMS)
+    assert {"os", "ab", "y", "z", "w", "f", "g", "K", "af", "u", "v", "s1", "s2", "s3", "field", "n", "ann",
+            "i", "j", "fh", "h1", "h2", "err", "gone", "squares", "k2", "kw", "fn"} <= fast
+    assert not {"p", "q", "c", "loc", "attr", "key", "lp", "obj", "x", "path", "a"} & fast
+    unfinished = _MODULE_FORMS + "def broken(:\n"
+    assert _ast_module_names(unfinished) is None                 # parso reads what ast cannot
+    assert module_names(unfinished) == _parso_module_names(unfinished) >= fast - {"w"}
+
 @pytest.mark.parametrize("code, why", [("from x import *\n", "star import"), ("globals()['a'] = 1\n", "globals()"),
                                        ("exec(src)\n", "exec()"), ("s = 'from x import *'\n", None)])
 def test_opaque_files_say_why(code, why):
