@@ -19,6 +19,8 @@
     .venv/bin/python benchmarks/engine_overhead.py [--model ID|PATH] [--package click==8.1.7]
                                                     [--functions 40] [--max-prompt-tokens 1024]
     python benchmarks/engine_overhead.py --random 1.7b --tokenizer DIR     # a GPU, no weights needed
+    ... --names          # (c) also with the names monitor on: its cost over the member monitor
+    ... --decode-only    # (a) alone, without generate's cold and cuDNN runs; per-run step times
     .venv/bin/python benchmarks/engine_overhead.py --ts-tasks ~/.cache/groundcode/bench/typescript/tasks.jsonl \
         --out benchmarks/results/free_step_by_language.json      # (b) only, Python and TypeScript
 
@@ -167,7 +169,9 @@ def free_step_overhead(gen, contexts) -> dict:
             "other_steps": len(busy), "other_us_mean": round(statistics.fmean(busy), 1) if busy else 0}
 
 
-def replay(gen_plain, gen_mon, contexts) -> dict:
+def replay(gen_plain, gen_mon, contexts, gen_names=None) -> dict:
+    """Each function teacher-forced plain, monitored and (with `gen_names`) monitored with the
+    names monitor on, in rotating order; the same model work in every arm."""
     from groundcode.config import SamplingConfig
     from groundcode.decoding.replay import replay as replay_row
     tok = gen_plain.lm.tokenizer
@@ -178,12 +182,13 @@ def replay(gen_plain, gen_mon, contexts) -> dict:
     n_tokens = 0
     triggers = failed = hits = 0
     analysis_ms = 0.0
+    t_names = 0.0
+    names_triggers = names_failed = 0
     for k, ctx in enumerate(contexts):
         s = SamplingConfig(max_new_tokens=256)
         times = {}
-        order = [("plain", gen_plain), ("monitored", gen_mon)]
-        if k % 2:
-            order.reverse()
+        order = [("plain", gen_plain), ("monitored", gen_mon)] + ([("names", gen_names)] if gen_names else [])
+        order = order[k % len(order):] + order[:k % len(order)]
         for name, g in order:
             spec = g.specs([ctx], s)[0][0]
             # token healing: the row starts where the healed prompt ends (ctx.continued(owed)),
@@ -193,6 +198,9 @@ def replay(gen_plain, gen_mon, contexts) -> dict:
             t0 = time.perf_counter()
             out = replay_row(g.engine, spec, ref, s)
             times[name] = time.perf_counter() - t0
+            if name == "names":
+                names_triggers += len(out.triggers)
+                names_failed += sum(t.failed_open for t in out.triggers)
             if name == "monitored":
                 triggers += len(out.triggers)
                 failed += sum(t.failed_open for t in out.triggers)
@@ -200,12 +208,21 @@ def replay(gen_plain, gen_mon, contexts) -> dict:
                 analysis_ms += sum(t.analysis_ms for t in out.triggers)
         t_plain += times["plain"]
         t_mon += times["monitored"]
+        t_names += times.get("names", 0.0)
         n_tokens += len(ref)
         rows.append({"function": ctx.scope, "tokens": len(ref), "plain_s": round(times["plain"], 4),
-                     "monitored_s": round(times["monitored"], 4)})
+                     "monitored_s": round(times["monitored"], 4)}
+                    | ({"names_s": round(times["names"], 4)} if "names" in times else {}))
     rest = rows[1:] or rows
     after_first = 100 * (sum(r["monitored_s"] for r in rest) / sum(r["plain_s"] for r in rest) - 1)
-    return {"functions": len(contexts), "tokens": n_tokens, "plain_s": round(t_plain, 3),
+    names = None
+    if gen_names:
+        names = {"monitored_s": round(t_names, 3), "slowdown_pct": round(100 * (t_names / t_plain - 1), 2),
+                 "slowdown_after_first_pct": round(
+                     100 * (sum(r["names_s"] for r in rest) / sum(r["plain_s"] for r in rest) - 1), 2),
+                 "over_members_pct": round(100 * (t_names / t_mon - 1), 2),
+                 "triggers": names_triggers, "failed_open": names_failed}
+    return {"functions": len(contexts), "tokens": n_tokens, "plain_s": round(t_plain, 3), "names": names,
             "slowdown_after_first_pct": round(after_first, 2),
             "monitored_s": round(t_mon, 3), "slowdown_pct": round(100 * (t_mon / t_plain - 1), 2),
             "plain_tok_per_s": round(n_tokens / t_plain, 1), "triggers": triggers,
@@ -263,7 +280,8 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))]
 
 
-def decode_speed(lm, root: Path, n: int, prompt_tokens: int, reps: int, replay_tokens: int = 1000) -> dict:
+def decode_speed(lm, root: Path, n: int, prompt_tokens: int, reps: int, replay_tokens: int = 1000,
+                 lite: bool = False) -> dict:
     """(a): the engine's plain decoding against transformers.generate, and its step times over a
     teacher-forced replay of a real file (after a prompt from it).
 
@@ -321,18 +339,31 @@ def decode_speed(lm, root: Path, n: int, prompt_tokens: int, reps: int, replay_t
     hf(ids[:16], 8), ours(ids[:16], 8)             # warm: CUDA context, allocator, numba
     runs = {k: [] for k in ("hf_cold", "engine_cold", "hf_warm", "engine_warm",
                             "hf_cold_without_cudnn", "engine_cold_with_cudnn")}
+    engine_steps = {"engine_cold": [], "engine_warm": []}     # step-time summary of each engine run
+
+    def timed_ours(key: str, p: list[int]) -> float:
+        t, steps = ours(p, n)
+        ms = sorted(1000 * d for d in steps)
+        engine_steps[key].append({"p50": round(statistics.median(ms), 2), "mean": round(statistics.mean(ms), 2),
+                                  "p99": round(_pct(ms, 0.99), 2), "max": round(ms[-1], 2),
+                                  "over_40ms": sum(d > 40 for d in ms)})
+        return t
     for rep in range(reps):
         ph, po = ids[:next(fresh)], ids[:next(fresh)]
         for name in (("hf", "ours") if rep % 2 == 0 else ("ours", "hf")):
             if name == "hf":
-                runs["hf_cold"].append(hf(ph, n))
+                if not lite:
+                    runs["hf_cold"].append(hf(ph, n))
             else:
-                runs["engine_cold"].append(ours(po, n)[0])
+                runs["engine_cold"].append(timed_ours("engine_cold", po))
         runs["hf_warm"].append(hf(ph, n))             # the same lengths again
-        runs["engine_warm"].append(ours(po, n)[0])
-        runs["hf_cold_without_cudnn"].append(hf(ids[:next(fresh)], n, no_cudnn=True))
-        runs["engine_cold_with_cudnn"].append(cudnn_allowed(lambda: ours(ids[:next(fresh)], n)[0]))
+        runs["engine_warm"].append(timed_ours("engine_warm", po))
+        if not lite:
+            runs["hf_cold_without_cudnn"].append(hf(ids[:next(fresh)], n, no_cudnn=True))
+            runs["engine_cold_with_cudnn"].append(cudnn_allowed(lambda: ours(ids[:next(fresh)], n)[0]))
+    runs = {k: v for k, v in runs.items() if v}
     tps = {k: round(n / statistics.median(v), 1) for k, v in runs.items()}
+    tps.setdefault("hf_cold", float("nan"))
     p = ids[:next(fresh)]
     ref = ids[len(p):len(p) + replay_tokens]
     t_replay, steps = ours(p, len(ref), Teacher(ref))
@@ -340,6 +371,7 @@ def decode_speed(lm, root: Path, n: int, prompt_tokens: int, reps: int, replay_t
     p50, p99 = statistics.median(steps_ms), _pct(steps_ms, 0.99)
     return {"tokens": n, "prompt_tokens": f"{len(p)}-{prompt_tokens} (a new length every cold run)", "reps": reps,
             "runs_s": {k: [round(t, 3) for t in v] for k, v in runs.items()}, "tok_per_s": tps,
+            "engine_step_ms": engine_steps,
             "hf_tok_per_s": tps["hf_warm"], "engine_tok_per_s": tps["engine_cold"],
             "engine_vs_hf": round(tps["engine_cold"] / tps["hf_warm"], 3),
             "engine_vs_hf_both_cold": round(tps["engine_cold"] / tps["hf_cold"], 3),
@@ -402,6 +434,10 @@ def main() -> None:
     ap.add_argument("--ts-tasks", default=None,
                     help="free step only, for both languages in one run: Python's (--package) and "
                          "TypeScript's bodies from this tasks.jsonl (the typescript recipe)")
+    ap.add_argument("--decode-only", action="store_true",
+                    help="(a) only, without transformers.generate's cold runs and the cuDNN ones")
+    ap.add_argument("--names", action="store_true",
+                    help="(c) also replays with the names monitor on (MonitorConfig.names)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "engine_overhead.json"))
     args = ap.parse_args()
     import torch
@@ -417,13 +453,17 @@ def main() -> None:
     n_decode = args.decode_tokens if args.decode_tokens is not None else \
         (500 if str(lm.device).startswith("cuda") else 0)
     try:
-        a = decode_speed(lm, root, n_decode, 1024, args.decode_reps) if n_decode else None
+        a = decode_speed(lm, root, n_decode, 1024, args.decode_reps, lite=args.decode_only) if n_decode else None
     except Exception:                      # (b) and (c) still run; the failure is printed
         import traceback
         traceback.print_exc()
         a = None
     if a:
         console.print(a)
+    if args.decode_only:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"model": lm.name, "dtype": dtype, "decode": a}, indent=1))
+        return
     prompt = PromptConfig(max_prompt_tokens=args.max_prompt_tokens)
     gen_plain = Generator(lm, MonitorConfig(enabled=False), prompt=prompt)
     gen_mon = Generator(lm, MonitorConfig(enabled=True), prompt=prompt)
@@ -437,8 +477,11 @@ def main() -> None:
     b = free_step_overhead(gen_mon, contexts)
     gen_mon.close()
     gen_mon = Generator(lm, MonitorConfig(enabled=True), prompt=prompt)   # fresh analyzer: cold caches again
-    c = replay(gen_plain, gen_mon, contexts)
+    gen_names = Generator(lm, MonitorConfig(enabled=True, names=True), prompt=prompt) if args.names else None
+    c = replay(gen_plain, gen_mon, contexts, gen_names)
     gen_mon.close()
+    if gen_names:
+        gen_names.close()
     gpu = torch.cuda.get_device_name() if str(lm.device).startswith("cuda") else None
     result = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "gpu": gpu,
                           "transformers": __import__("transformers").__version__,
@@ -474,6 +517,12 @@ def main() -> None:
     t.add_row("monitored s", f"{c['monitored_s']}", "")
     t.add_row("end-to-end slowdown (after the first function)",
               f"{c['slowdown_pct']}% ({c['slowdown_after_first_pct']}%)", "≤ 10%")
+    if c["names"]:
+        n = c["names"]
+        t.add_row("names monitor on: s · slowdown (after the first) · over members alone",
+                  f"{n['monitored_s']} · {n['slowdown_pct']}% ({n['slowdown_after_first_pct']}%) · "
+                  f"{n['over_members_pct']}%", "≤ +10% over members")
+        t.add_row("names monitor on: triggers / failed open", f"{n['triggers']} / {n['failed_open']}", "")
     t.add_row("triggers / failed open / cache hits",
               f"{c['triggers']} / {c['failed_open']} / {c['cache_hits']}", "")
     t.add_row("analysis ms total", f"{c['analysis_ms_total']}", "")
