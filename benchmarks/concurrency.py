@@ -214,7 +214,7 @@ def main() -> None:
         args.levels, args.max_new_tokens, args.tasks = "1,4", 8, "/nonexistent"
     levels = [] if args.keystroke_only else [int(x) for x in args.levels.split(",")]
     from groundcode.models.load import serving_dtype
-    dtype = serving_dtype(args.dtype, None)
+    dtype = serving_dtype(args.dtype, None, args.model)
     with Generator(args.model, MonitorConfig(enabled=True), dtype=dtype,
                    prompt=PromptConfig(max_prompt_tokens=args.max_prompt_tokens)) as gen:
         ctxs, sites = contexts(Path(args.tasks), args.per_kind)

@@ -71,7 +71,7 @@ def main() -> None:
     from groundcode.decoding.engine import Engine, RowSpec
     from groundcode.decoding.vocab.index import VocabIndex
     from groundcode.models.load import load_model, serving_dtype
-    dtype = serving_dtype(args.dtype, "cpu")
+    dtype = serving_dtype(args.dtype, "cpu", args.model)
     lm = load_model(args.model, device="cpu", dtype=dtype)
     eng = Engine(lm.model, lm.tokenizer, VocabIndex.for_tokenizer(lm.tokenizer))
     if eng.attention is None:

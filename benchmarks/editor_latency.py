@@ -379,7 +379,7 @@ def main() -> None:
     from groundcode.config import MonitorConfig
     from groundcode.config import PromptConfig
     prompt = PromptConfig(**({"suffix_tokens": args.suffix_tokens} if args.suffix_tokens is not None else {}))
-    gen = Generator(args.model, dtype=serving_dtype(args.dtype, None),   # what serve and lsp load
+    gen = Generator(args.model, dtype=serving_dtype(args.dtype, None, args.model),   # what serve and lsp load
                     monitor=MonitorConfig(analyzer=args.analyzer), prompt=prompt)
     load_s = time.perf_counter() - t0
     funcs = pick_functions(args.tasks, args.functions, args.max_head_chars)

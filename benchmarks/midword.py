@@ -58,7 +58,7 @@ def main() -> None:
     sampling = SamplingConfig(max_new_tokens=args.max_new_tokens)
     rows = []
     t0 = time.perf_counter()
-    with Generator(args.model, MonitorConfig(enabled=True), dtype=serving_dtype(args.dtype, None),
+    with Generator(args.model, MonitorConfig(enabled=True), dtype=serving_dtype(args.dtype, None, args.model),
                    prompt=arms["healed"]) as gen, Session(gen) as sess:
         todo = [(t, k) for t in tasks for k in ks]
         for t, k in track(todo, description="mid-word completions"):

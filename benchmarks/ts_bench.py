@@ -270,7 +270,7 @@ def main() -> None:
     chosen = pick(tasks, "function", args.functions) + pick(tasks, "dereference", args.dereference) \
         + pick(tasks, "name", args.names) + pick(tasks, "import", args.imports)
     from groundcode.models.load import load_model, serving_dtype
-    lm = load_model(args.model, dtype=serving_dtype(args.dtype, None))
+    lm = load_model(args.model, dtype=serving_dtype(args.dtype, None, args.model))
     t0 = time.perf_counter()
     runs = {}
     max_new = {"function": args.max_new_tokens, "dereference": 32, "name": 32, "import": 32}
