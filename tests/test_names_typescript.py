@@ -412,3 +412,45 @@ def test_a_name_only_an_import_would_bring_is_not_in_scope(ts, tiny_lm, tmp_path
     recs = [t for t in out.triggers if t.kind == "name"]
     assert recs and recs[0].rolled_back and recs[0].chosen != "onlyThere", (out.completion, out.triggers)
     assert "onlyThere" not in out.completion, out.completion
+
+
+
+def test_a_predefined_type_as_a_calls_type_argument_passes(tiny_lm, tmp_path):
+    # the row's file ends inside the body being written, and tree-sitter then reads
+    # `read<boolean>(…)` as comparisons, `boolean` a load; TypeScript's list of names in scope holds
+    # no type keyword (a false block on a held-out package, session 30): the predefined types are
+    # no names to miss (a value `boolean` is TS2693, not TS2304)
+    from fake_analyzer import FakeBase
+    from groundcode.analysis.base import Analysis
+    from groundcode.analysis.wait import PatientWait
+    from groundcode.context import CodeContext
+    from groundcode.decoding.guides.base import RowView, as_rollback
+    from groundcode.decoding.guides.names_ts import TsNamesMonitor
+    from groundcode.decoding.vocab import VocabIndex
+
+    class Scope(FakeBase):      # a scope's list: the lib's globals, the file's function, no keywords
+        def members(self, code, path, line, column, *, receiver, cache_key):
+            return Analysis(receiver, frozenset({"Object", "globalThis", "undefined", "console", "read", "key"}))
+
+    before = "function read<T>(key: string): T | undefined {\n  return undefined\n}\n\n" \
+             "export class User {\n  #load(key: string): void {\n    "
+    assert ("boolean", len(before) + 16) in read(before + "const on = read<boolean>('on', key)\n", len(before),
+                                                   len(before) + 36).loads
+    (tmp_path / "gen.ts").write_text(before + "\n  }\n}\n")
+    ctx = CodeContext(path=tmp_path / "gen.ts", repo=tmp_path, before=before, after="\n  }\n}\n",
+                      lex_prefix=before, starts_at_line=False)
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    row = RowView(0, ctx, vocab)
+    g = TsNamesMonitor(Scope(), waits=PatientWait(), reproducible=True)
+    g.reset(row)
+    blocks = []
+    for t in tiny_lm.tokenizer.encode("const on = read<boolean>('on', key)\n    const n = read<number>(key)\n    ",
+                                      add_special_tokens=False):
+        row.tokens.append(t)
+        row.text += vocab.texts[t]
+        row.ends.append(len(row.text))
+        p = as_rollback(g.advance(row, t))
+        if p is not None:
+            blocks.append(p.payload[1].chosen)
+            g.declined(row, p)
+    assert g.checked and not blocks, blocks

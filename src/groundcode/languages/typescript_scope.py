@@ -43,7 +43,11 @@ _LOADS = frozenset({"identifier", "shorthand_property_identifier"})
 _PATTERN_BINDS = frozenset({"shorthand_property_identifier_pattern"})
 IMPLICIT = frozenset({"arguments", "undefined", "globalThis", "NaN", "Infinity", "this", "super",
                       "true", "false", "null", "new", "await", "yield", "typeof", "void", "delete",
-                      "async", "function", "class", "import", "require"})
+                      "async", "function", "class", "import", "require",
+                      # the predefined types: a cut line reads `f<boolean` as a comparison, and
+                      # they are no values to miss (written as one, tsc says TS2693, not TS2304)
+                      "boolean", "number", "string", "symbol", "bigint", "object", "any", "unknown",
+                      "never", "keyof"})
 _IDENT = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$]*")
 
 
