@@ -152,6 +152,15 @@ def test_the_analyzers_view_closes_what_the_cut_left_open():
     assert close_line("class U {\n  m() {", 0, "\n    f(this.", body_after) == ")"
     # balanced already: nothing (a template's `${…}` and a string's braces are not code)
     assert close_line("function f() {\n  const t = `${a}` + '{';\n  ", 0, "a.", "\n}\n") == ""
+    # cut inside a template's `${`: the substitution and the literal are closed, inner brackets
+    # first, else the rest of the file is the template's text (lumino's `${this.min}`: the
+    # members declared after the method were lost)
+    assert close_line("class V {\n  m() {\n", 0, "    log(`a ${f(this.", "\n  }\n  min = 1\n}\n") == ")}`)"
+    assert close_line("class V {\n  m() {\n", 0, "    x = `n: ${this.", "\n  }\n  min = 1\n}\n") == "}`"
+    # a member cut before a line that starts a statement: `this.` + `if (…) {` reads as the call
+    # `this.if(…)` and a block that breaks the class (lumino's DataGrid lost its private members)
+    assert close_line("class V {\n  m() {\n", 0, "    let s = this.", "\n\n    // c\n    if (s) {}\n  }\n}\n") == ";"
+    assert close_line("class V {\n  m() {\n", 0, "    let s = this.", "\n      .chain()\n  }\n}\n") == ""
     assert CodeContext(path="u.py", repo=".", before="x = (a.", after="\n").splice("").code == "x = (a.\n\n"
 
 

@@ -117,11 +117,20 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     stack = _open_after(before, generated, head)
     text_end = head + len(generated)
     start = line_start(before[:head] + generated, None, ECMASCRIPT)     # lines.py
-    out = ""
+    closers = []                               # (offset, closer), innermost first
     while not users_line and stack and stack[-1][0] >= start and stack[-1][0] < text_end:
-        out += _CLOSER[stack.pop()[1]]
+        k, c = stack.pop()
+        closers.append((k, _CLOSER[c]))
+    out = "".join(c for _, c in closers)
     if not users_line:
-        out = _arrow_body((before[:head] + generated)[start:]) + out
+        text = before[:head] + generated
+        sub = _open_substitution(text, start)
+        if sub >= 0:                           # cut inside a template's `${`: close it and the
+            out = "".join(c for k, c in closers if k > sub) + "}`" + \
+                "".join(c for k, c in closers if k < sub)      # literal, else the file is text
+        if not closers and text.rstrip(" \t").endswith(".") and _STATEMENT_NEXT.match(after):
+            out += ";"                         # `this.` + a next line `if (…) {`: `this.if(…) {`
+        out = _arrow_body(text[start:]) + out
     have = sum(c == "{" for _, c in stack)
     need = _braces_closed(after)
     if need > have:
@@ -129,6 +138,20 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     elif need < have:
         out += "\n" + "}" * (have - need)
     return out
+
+
+# the next line of code (comments skipped) starts a statement no expression may continue into
+_STATEMENT_NEXT = re.compile(r"(?:\s|//[^\n\r]*|/\*.*?\*/)*(?:if|for|while|do|switch|try|return|throw|"
+                             r"const|let|var|break|continue)\b", re.S)
+
+
+def _open_substitution(text: str, start: int) -> int:
+    """The offset of the template literal's `${` the end of `text` is inside, where the cursor's
+    line (from `start`) opened it; -1 elsewhere."""
+    st, _ = _brackets_at_end(text)
+    if st.mode != CODE or not st.stack:
+        return -1
+    return text.rfind("${", start)
 
 
 # the cursor's line up to the cursor ends inside an arrow function's return type, its `=>` cut
