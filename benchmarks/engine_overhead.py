@@ -447,8 +447,8 @@ def main() -> None:
     from groundcode.config import MonitorConfig, PromptConfig
     from groundcode.models.load import load_model, serving_dtype
     root = fetch_package(args.package)
-    dtype = (serving_dtype(args.dtype, args.device, args.model) if not args.random or args.dtype not in (None, "auto")
-             else None)       # random weights: the loader's default (float32 on a CPU, bfloat16 on CUDA)
+    # random weights take the loader's default (float32 on a CPU, bfloat16 on CUDA) unless --dtype says
+    dtype = None if args.random and args.dtype in (None, "auto") else serving_dtype(args.dtype, args.device, args.model)
     lm = random_model(args.random, args.tokenizer, args.device, dtype) if args.random \
         else load_model(args.model, device=args.device, dtype=dtype)
     n_decode = args.decode_tokens if args.decode_tokens is not None else \

@@ -12,7 +12,7 @@ import keyword
 import re
 
 from .argscan import ArgScanner  # noqa: F401 (its home is argscan.py; imported from here too)
-from .lines import LINE_BREAK, last_line, next_break, split_lines
+from .lines import LINE_BREAK, last_line, line_start, next_break, split_lines
 
 _IDENT = re.compile(r"[A-Za-z0-9_]*")
 _RELATIVE_DOT = re.compile(r"[ \t]*from[ \t]+\.+$")   # a line so far of `from` and dots
@@ -111,8 +111,7 @@ class Lexer:
             if s <= dot < e:
                 if kind != "op" or e - s != 1:
                     return False
-                line = max(text.rfind("\n", 0, dot), text.rfind("\r", 0, dot)) + 1
-                return not _RELATIVE_DOT.match(text, line, dot + 1)
+                return not _RELATIVE_DOT.match(text, line_start(text, dot), dot + 1)
         return False
 
 

@@ -336,7 +336,7 @@ def module_names(code: str) -> frozenset:
     """The names `code` binds at module level (imports, defs, classes, assignments, loop and
     with targets outside any function or class) and every name a `global` statement names.
 
-    Code Python's own parser reads is read by it (`ast`, ~20× faster than parso on a 3,000-line
+    Code Python's own parser reads is read by it (`ast`, ~5× faster than parso on a 3,000-line
     module: the file around a function is read once per function written); code it cannot read
     (unfinished, newer syntax) by parso with error recovery. Both give the same set on valid code,
     parso's reading of a definition included (`a.b = 1` binds `b`; a comprehension's variable at

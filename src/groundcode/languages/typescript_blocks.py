@@ -64,14 +64,19 @@ def _brackets_at_end(text: str) -> tuple[_State, tuple]:
     return st, tuple(stack)
 
 
-def _open_after(before: str, text: str, at: int) -> list:
-    """The brackets open after `before` (its scan cached) and then `text`, whose offsets count
-    from `at` (where it starts in the file's text)."""
+def _scan_after(before: str, text: str, at: int) -> tuple[_State, list]:
+    """The scanner's state after `before` (its scan cached) and then `text`, and the brackets
+    open there, `text`'s offsets counting from `at` (where it starts in the file's text)."""
     st, opened = _brackets_at_end(before)
-    stack = list(opened)
+    st, stack = st.copy(), list(opened)
     if text:
-        _scan_code(st.copy(), text, 0, "([{}])", _tracker(stack, at))
-    return stack
+        _scan_code(st, text, 0, "([{}])", _tracker(stack, at))
+    return st, stack
+
+
+def _open_after(before: str, text: str, at: int) -> list:
+    """The brackets open after `before` and then `text` (`_scan_after`)."""
+    return _scan_after(before, text, at)[1]
 
 
 def inline_braces(before: str, owed: str = "") -> int:
@@ -114,7 +119,7 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     users_line = next_break(generated, 0, ECMASCRIPT) is None and \
         bool((after if nl is None else after[:nl[0]]).strip())
     head = len(before) - drop
-    stack = _open_after(before, generated, head)
+    end_state, stack = _scan_after(before, generated, head)
     text_end = head + len(generated)
     start = line_start(before[:head] + generated, None, ECMASCRIPT)     # lines.py
     closers = []                               # (offset, closer), innermost first
@@ -124,7 +129,7 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     out = "".join(c for _, c in closers)
     if not users_line:
         text = before[:head] + generated
-        sub = _open_substitution(text, start)
+        sub = _open_substitution(end_state, text, start)
         if sub >= 0:                           # cut inside a template's `${`: close it and the
             out = "".join(c for k, c in closers if k > sub) + "}`" + \
                 "".join(c for k, c in closers if k < sub)      # literal, else the file is text
@@ -145,10 +150,9 @@ _STATEMENT_NEXT = re.compile(r"(?:\s|//[^\n\r]*|/\*.*?\*/)*(?:if|for|while|do|sw
                              r"const|let|var|break|continue)\b", re.S)
 
 
-def _open_substitution(text: str, start: int) -> int:
-    """The offset of the template literal's `${` the end of `text` is inside, where the cursor's
-    line (from `start`) opened it; -1 elsewhere."""
-    st, _ = _brackets_at_end(text)
+def _open_substitution(st: _State, text: str, start: int) -> int:
+    """The offset of the template literal's `${` the end of `text` (scanner state `st`) is
+    inside, where the cursor's line (from `start`) opened it; -1 elsewhere."""
     if st.mode != CODE or not st.stack:
         return -1
     return text.rfind("${", start)
