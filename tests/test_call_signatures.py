@@ -119,14 +119,25 @@ def test_past_the_positional_parameters_only_keywords(tiny_lm, shop):
 
 
 def test_no_argument_past_the_last_parameter_of_a_callee_without_keywords_left(tiny_lm, shop):
-    # plain(a, b=(1, 2)) takes two: a third argument, written ` items` (a token that begins
-    # with a blank, which left the mask empty: kerncraft's `self._explode(other, blend)` went
-    # through), may only be nothing more: `)`
+    # plain(a, b=(1, 2)) takes two. On one line the comma after the second can only begin an
+    # argument the callee does not take: it is refused, and the model closes the call or goes
+    # on with its argument (its way out of a refused argument was `f(a, )`, then wrong code:
+    # three harms of the call kind)
     out = _call(tiny_lm, shop, "    return plain(items, 2, items)\n")
-    assert out.completion.lstrip().startswith("return plain(items, 2,"), out.completion
-    assert "plain(items, 2, items" not in out.completion, out.completion
+    assert out.completion.lstrip().startswith("return plain(items, 2"), out.completion
+    assert "plain(items, 2," not in out.completion, out.completion
     rec = next(t for t in out.triggers if t.receiver == "plain(")
     assert rec.constrained, rec
+    # a call broken over lines keeps its trailing comma; a third argument, written ` items`
+    # (a token that begins with a blank, which left the mask empty: kerncraft's
+    # `self._explode(other, blend)` went through), may only be nothing more: `)`
+    out = _call(tiny_lm, shop, "    return plain(\n        items,\n        2,\n        items)\n")
+    assert "        2,\n" in out.completion and "2,\n        items" not in out.completion, out.completion
+    rec = next(t for t in out.triggers if t.receiver == "plain(")
+    assert rec.constrained, rec
+    # keywords left to bind: the comma is free
+    out = _call(tiny_lm, shop, "    return Shop().total(items, tax=1)\n")
+    assert "total(items, tax=1)" in out.completion, out.completion
 
 
 def test_the_argument_scanner_counts_positional_arguments():

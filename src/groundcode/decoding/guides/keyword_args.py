@@ -20,9 +20,12 @@ States (one row):
                - other callables: a positional argument may be any expression, so only
                  `name=` is checked; a wrong keyword is rolled back to where the argument began
                  and redone under the mask;
-               - arity (issue 41, `arity=True`): once every positional parameter is taken
-                 (no `*args`) the call goes on as a keyword-only one (a further argument must be
-                 `name=` of a parameter not bound yet, by position or by keyword); a token that
+               - arity (issue 41, `arity=True`): a comma after which nothing is left to bind
+                 (every parameter bound, no `*args`) is resampled without `,` in a call on one
+                 line so far (`f(a, )` was the model's way out of a refused argument); once
+                 every positional parameter is taken (no `*args`) the call goes on as a
+                 keyword-only one (a further argument must be `name=` of a parameter not
+                 bound yet, by position or by keyword); a token that
                  would close the call while a required parameter is unbound is resampled
                  without `)` — also `()` in the very token that opens the call (checked before
                  it is accepted). `*x`/`**x` arguments end the arity check (what they bind
@@ -362,6 +365,30 @@ class KeywordArgMonitor(CallOpener, Guide):
                 return self._missing(probe, pending=True)
         return False
 
+    def _comma_past_end(self, row: RowView, t: str) -> bool:
+        """Would token `t` write a top-level comma after which nothing is left to bind (every
+        parameter bound by position or keyword, no `*args`), in a call on one line so far? On
+        one line that comma can only begin an argument the callee does not take: the model
+        writes `f(a, )` and goes on wrongly (three harms of the call-kind benchmark). Refused,
+        the model closes the call or goes on with its last argument. A call broken over lines
+        keeps its trailing comma (`f(\n    a,\n)`): there the next argument is checked."""
+        if not self.arity or "," not in t or self.sig.var_positional or self.scan.unpacked:
+            return False
+        if "\n" in row.text[self.call_start:] or "\r" in row.text[self.call_start:]:
+            return False
+        probe = self.scan.copy()
+        for c in t:
+            if c in "\r\n" or probe.closed:
+                return False
+            top = probe.depth == 0 and not probe.quote and not probe.comment
+            probe.step(c)
+            probe.pos += 1
+            if top and c == "," and not probe.unpacked:
+                taken = {p.name for p in self.sig.params if p.kind != "keyword"}
+                taken = {p.name for p in self.sig.params[:probe.positional] if p.name in taken}
+                return all(p.name in taken or p.name in probe.used for p in self.sig.params)
+        return False
+
     def check(self, row: RowView, token: int) -> np.ndarray | None:
         if self.state == WAIT and self.pending is None and self._opens_short(row, row.vocab.texts[token]):
             ids = _without(row.vocab, ")")
@@ -372,6 +399,10 @@ class KeywordArgMonitor(CallOpener, Guide):
         if self._closes_short(t):            # `)` while a required parameter is unbound
             self.record.constrained = True
             ids = _without(row.vocab, ")")
+            return ids if len(ids) else None
+        if self._comma_past_end(row, t):     # `, ` with nothing left to bind, on one line
+            self.record.constrained = True
+            ids = _without(row.vocab, ",")
             return ids if len(ids) else None
         found = self._probe(t)
         if found is None:
