@@ -61,20 +61,29 @@ def calls_of(text: str) -> list[dict]:
         if paren < 0:
             continue
         receiver = ast.get_source_segment(text, f.value) if isinstance(f, ast.Attribute) else ""
+        close = offset(node.end_lineno, node.end_col_offset) - 1       # the call's `)`
+        one_line_comma = "\n" not in text[paren:close] and text[paren + 1:close].rstrip().endswith(",")
         out.append({"paren": paren, "end": end, "receiver": receiver or "",
                     "name": f.attr if isinstance(f, ast.Attribute) else f.id,
                     "positional": len(node.args), "keywords": [k.arg for k in node.keywords if k.arg],
                     "unpacked": any(isinstance(a, ast.Starred) for a in node.args)
-                    or any(k.arg is None for k in node.keywords), "line": node.lineno})
+                    or any(k.arg is None for k in node.keywords), "line": node.lineno,
+                    "one_line_comma": one_line_comma})
     out.sort(key=lambda c: c["paren"])
     return out
 
 
 def judge(sig, call: dict) -> tuple[list[str], str | None]:
-    """(keywords the signature refuses, why the call would not bind or None)."""
+    """(keywords the signature refuses, why the call would not bind or None). A call on one
+    line with a trailing comma after every parameter is bound (`f(a, b,)`) is refused by the
+    arity rule for commas (keyword_args._comma_past_end): "trailing comma, nothing to bind"."""
     bad = [] if sig.var_keyword else [k for k in call["keywords"] if k not in sig.keywords()]
     if call["unpacked"]:
         return bad, None
+    if call.get("one_line_comma") and not sig.var_positional and not sig.var_keyword:
+        taken = {p.name for p in sig.params[:call["positional"]] if p.kind != "keyword"}
+        if all(p.name in taken or p.name in call["keywords"] for p in sig.params):
+            return bad, "trailing comma, nothing to bind"
     try:
         sig.to_inspect().bind(*[None] * call["positional"], **{k: None for k in call["keywords"]})
     except TypeError as exc:
