@@ -97,6 +97,12 @@ def _without(vocab, ch: str) -> np.ndarray:
 
 
 
+def _bound(sig, positional: int, used) -> set:
+    """The parameters of `sig` bound by `positional` positional arguments (the first ones that
+    take a position) or by the keywords `used`."""
+    return {p.name for p in sig.params[:positional] if p.kind != "keyword"} | set(used)
+
+
 def ask_signature(monitor, callee: str, upto_paren: str):
     """The ticket for the signature of `callee` whose `(` ends `upto_paren` in `monitor`'s row
     (this module's and call_arity's monitors: their analyzer, context, waits and cancel flag);
@@ -336,9 +342,7 @@ class KeywordArgMonitor(CallOpener, Guide):
         scan, sig = scan or self.scan, sig or self.sig
         if scan.unpacked:
             return False                  # `*x`, `**x`: what they bind cannot be told
-        n = scan.positional + (pending and scan._arg == 1)
-        bound = {p.name for p in sig.params if p.kind != "keyword"}
-        bound = {p.name for p in sig.params[:n] if p.name in bound} | set(scan.used)
+        bound = _bound(sig, scan.positional + (pending and scan._arg == 1), scan.used)
         return any(r not in bound for r in sig.required)
 
     def _kw(self) -> bool:
@@ -384,9 +388,8 @@ class KeywordArgMonitor(CallOpener, Guide):
             probe.step(c)
             probe.pos += 1
             if top and c == "," and not probe.unpacked:
-                taken = {p.name for p in self.sig.params if p.kind != "keyword"}
-                taken = {p.name for p in self.sig.params[:probe.positional] if p.name in taken}
-                return all(p.name in taken or p.name in probe.used for p in self.sig.params)
+                bound = _bound(self.sig, probe.positional, probe.used)
+                return all(p.name in bound for p in self.sig.params)
         return False
 
     def check(self, row: RowView, token: int) -> np.ndarray | None:
