@@ -1,6 +1,6 @@
 """Torch threads that follow the machine (issue 44 item 5, models/threads.py): the pure rule from
 (cores, busy cores) to threads, the GROUNDCODE_THREADS override, the follower's rate limit, and
-the session's scheduler setting the count on its own thread when a request arrives. The
+the session's scheduler setting the count on its own thread between forwards. The
 machine's usage is a scripted double: nothing here depends on what the machine is doing."""
 from __future__ import annotations
 
@@ -66,15 +66,15 @@ def restore_threads(monkeypatch):
 
 def test_the_follower_measures_at_most_every_window_and_sets_on_change(restore_threads, monkeypatch):
     clock = _Clock()
-    f = T.Threads(every_s=2.0, clock=clock, usage=_Usage([None, 1.0, 0.0]))
+    f = T.Threads(every_s=2.0, clock=clock, usage=_Usage([None, 1.0, 0.0]))   # None: the first sample
     f.cap = 2
-    clock.t = 1.0
-    assert f.follow() == f.current                 # inside the window: no measurement
-    clock.t = 2.5
+    clock.t = 0.05
+    assert f.follow() == f.current                 # before first_s (0.1 s): no measurement
+    clock.t = 0.2
     assert f.follow() == 1 and torch.get_num_threads() == 1 and f.busy == 1.0   # the other core busy
-    clock.t = 3.0
-    assert f.follow() == 1                         # not measured again yet
-    clock.t = 5.0
+    clock.t = 2.0
+    assert f.follow() == 1                         # then every 2 s: not measured again yet
+    clock.t = 2.3
     assert f.follow() == 2 and torch.get_num_threads() == 2     # free again
     monkeypatch.setenv(T.ENV, "1")                 # the override: fixed, never measured
     g = T.Threads(clock=clock, usage=_Usage([None, 0.0]))
@@ -110,12 +110,12 @@ def test_the_usage_of_other_processes_is_measured_without_this_ones(restore_thre
     assert got is not None and 0.0 <= got <= T.cores() + 0.5
 
 
-def test_the_scheduler_sets_the_count_on_its_own_thread(restore_threads, tiny_lm):
-    """A request arrives on an idle machine, then one while other processes keep one core busy
-    (scripted): the scheduler sets two threads, then one, on its own thread (torch's count is per
-    OS thread), before the forwards. (Whatever the real machine did before the script starts —
-    on a loaded machine the generator's start may already have chosen one thread — the idle
-    request sets two, so the busy one must set one.)"""
+def test_the_scheduler_follows_the_machine_during_a_request_on_its_own_thread(restore_threads, tiny_lm):
+    """The machine is idle, then other processes keep one core busy (scripted), while one request
+    decodes: the scheduler measures between its forwards, not only when a request arrives (a batch
+    submits every request at once), and sets one thread on its own thread (torch's count is per
+    OS thread) before the next forward. Two requests: each turn's follow is a clock read between
+    measurements, so a scripted `every_s` of 0 measures every turn."""
     from groundcode.api import Generator
     from groundcode.config import SamplingConfig
     from groundcode.session import Request
@@ -128,13 +128,15 @@ def test_the_scheduler_sets_the_count_on_its_own_thread(restore_threads, tiny_lm
     with Generator(tiny_lm) as gen:
         sched = gen.session._sched
         assert sched.threads is not None                   # the tiny model runs on the CPU
-        sched.threads.cap, sched.threads.usage, sched.threads.every_s = 2, _Usage([0.0, 1.2]), 0.0
+        usage = _Usage([0.0, 1.2])
+        # the scheduler's thread waits for a request: nothing reads these while they change
+        sched.threads.cap, sched.threads.usage, sched.threads.every_s = 2, usage, 0.0
         torch.set_num_threads, saved = record, torch.set_num_threads
         try:
-            for _ in range(2):
-                list(gen.session.submit(Request(prompt_text="def f():\n",
-                                                sampling=SamplingConfig(max_new_tokens=2))))
+            out = list(gen.session.submit(Request(prompt_text="def f():\n",
+                                                  sampling=SamplingConfig(max_new_tokens=4))))
         finally:
             torch.set_num_threads = saved
+    assert out and usage.values == []                     # both measured within the one request
     assert calls and calls[-1] == (1, "groundcode-scheduler") and sched.threads.current == 1, calls
     assert all(name == "groundcode-scheduler" for _, name in calls), calls

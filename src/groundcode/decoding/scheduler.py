@@ -235,8 +235,9 @@ class Scheduler(Lookahead, Records):
             pass
         if (arrived or self._interrupted.is_set()) and (self._ahead or self._ahead_live):
             self._preempt()
-        if arrived and self.threads is not None:
-            self.threads.follow()             # models/threads.py: on this thread, per request
+        if self.threads is not None:
+            self.threads.follow()             # models/threads.py: on this thread, every turn (it
+                                              # measures every 2 s; a long batch follows the machine)
         self._interrupted.clear()
         # -- 2. sweep -----------------------------------------------------------------------------
         now = time.perf_counter()

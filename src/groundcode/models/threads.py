@@ -6,13 +6,15 @@ thread waits for a core another process holds.
 
     threads_for(cores, busy, cap)   # the pure rule: cores minus the busy ones (rounded), >= 1
     t = Threads.for_engine(device)  # None off the CPU; the scheduler makes one
-    t.follow()                      # on the thread that runs the forwards, when a request
-                                    # arrives: measure, set torch's count when it changes
+    t.follow()                      # on the thread that runs the forwards, every turn:
+                                    # measure when due, set torch's count when it changes
 
 `busy` is the CPU time other processes used since the last measurement, in cores: the system's
 busy time (psutil.cpu_times) less this process's own (os.times), so the engine's own threads
-never count against it; without psutil, the 1-minute load average less one. `follow` measures at
-most every `every_s` and never blocks. Overrides: `GROUNDCODE_THREADS=N` fixes the count;
+never count against it; without psutil, the 1-minute load average less one. `follow` measures
+first `first_s` after the follower starts (a batch run submits every request at once: its first
+forwards must not all run on a count chosen before anything was measured), then at most every
+`every_s`, and never blocks: between measurements it is a clock read and a comparison. Overrides: `GROUNDCODE_THREADS=N` fixes the count;
 `OMP_NUM_THREADS` set by the user is left alone (torch reads it); a count set with
 torch.set_num_threads before the scheduler starts is the most it uses. torch keeps a thread count per
 OS thread (a thread keeps the count it first ran with), so `follow` runs on the scheduler's
@@ -90,10 +92,11 @@ class Usage:
 class Threads:
     """The engine's thread count on a CPU, following the machine."""
 
-    def __init__(self, every_s: float = 2.0, clock=time.monotonic, usage: Usage | None = None):
+    def __init__(self, every_s: float = 2.0, clock=time.monotonic, usage: Usage | None = None,
+                 first_s: float = 0.1):
         import torch
         self.torch = torch
-        self.every_s, self.clock = every_s, clock
+        self.every_s, self.first_s, self.clock = every_s, first_s, clock
         self.cap = torch.get_num_threads()        # torch's default: physical cores / OMP_NUM_THREADS
         self.fixed = override()
         self.auto = self.fixed is None and not os.environ.get("OMP_NUM_THREADS")
@@ -116,9 +119,11 @@ class Threads:
         return t
 
     def follow(self) -> int:
-        """Measure (at most every `every_s`) and set torch's count on this thread when it changes."""
+        """Measure (first after `first_s`, then at most every `every_s`) and set torch's count on
+        this thread when it changes."""
         now = self.clock()
-        if self.auto and now - self._measured >= self.every_s:
+        due = self.every_s if self.busy is not None else min(self.first_s, self.every_s)
+        if self.auto and now - self._measured >= due:
             busy = self.usage.others()
             self._measured = now
             if busy is not None:
