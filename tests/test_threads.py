@@ -83,6 +83,19 @@ def test_the_follower_measures_at_most_every_window_and_sets_on_change(restore_t
     assert T.Threads.for_engine("cuda:0") is None and T.Threads.for_engine("remote") is None
 
 
+def test_before_the_first_measurement_the_count_follows_the_load_average(restore_threads, monkeypatch):
+    """Until it has measured, the follower starts from the 1-minute load average less itself: a
+    suite's short sessions on a busy machine start on one thread; idle, on every core."""
+    monkeypatch.setattr(T, "cores", lambda: 2)
+    monkeypatch.setattr(T.os, "getloadavg", lambda: (3.1, 3.0, 2.0))     # itself + 2 busy cores
+    assert T.Threads(usage=_Usage([None])).current == 1
+    monkeypatch.setattr(T.os, "getloadavg", lambda: (1.2, 1.0, 1.0))     # itself, a little noise
+    f = T.Threads(usage=_Usage([None]))
+    assert f.current == f.cap
+    monkeypatch.setenv(T.ENV, "2")                                        # fixed: no guess
+    assert T.Threads(usage=_Usage([None])).current == 2
+
+
 def test_an_engine_with_its_own_threads_gets_the_count_and_torch_is_left_alone(restore_threads):
     """llama.cpp's engine (decoding/llama_engine.py) sets its own count: torch's stays as it was."""
     clock, got = _Clock(), []

@@ -14,7 +14,8 @@ busy time (psutil.cpu_times) less this process's own (os.times), so the engine's
 never count against it; without psutil, the 1-minute load average less one. `follow` measures
 first `first_s` after the follower starts (a batch run submits every request at once: its first
 forwards must not all run on a count chosen before anything was measured), then at most every
-`every_s`, and never blocks: between measurements it is a clock read and a comparison. Overrides: `GROUNDCODE_THREADS=N` fixes the count;
+`every_s`, and never blocks: between measurements it is a clock read and a comparison. Until the
+first measurement the count is a guess from the 1-minute load average less one (this process). Overrides: `GROUNDCODE_THREADS=N` fixes the count;
 `OMP_NUM_THREADS` set by the user is left alone (torch reads it); a count set with
 torch.set_num_threads before the scheduler starts is the most it uses. torch keeps a thread count per
 OS thread (a thread keeps the count it first ran with), so `follow` runs on the scheduler's
@@ -103,10 +104,18 @@ class Threads:
         self.usage = usage or Usage(clock)
         self.usage.others()                       # the first sample: the window starts now
         self._measured = clock()
-        self.current = self.fixed or self.cap
+        self.current = self.fixed or (self._guess() if self.auto else self.cap)
         self.busy: float | None = None            # the last measurement (cores), for records
         self.apply = None                         # for_engine: an engine's own thread setter
         self._applied: int | None = None
+
+    def _guess(self) -> int:
+        """The count before the first measurement: the 1-minute load average less this process
+        (a test suite's short sessions, a batch's first forwards on a busy machine)."""
+        try:
+            return threads_for(cores(), os.getloadavg()[0] - 1.0, self.cap)
+        except (AttributeError, OSError):
+            return self.cap
 
     @classmethod
     def for_engine(cls, device, apply=None) -> "Threads | None":
