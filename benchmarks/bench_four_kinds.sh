@@ -38,7 +38,7 @@ for A in $ARMS; do
     --max-new-tokens 96 --max-prompt-tokens 1024 --model "$MODEL" ${DTYPE:+--dtype "$DTYPE"} --out "$W/samples.jsonl"
 done
 $GC bench run "$BENCH/tasks.jsonl" --kinds "$KLIST" --limit "$LIMIT" --config reference --oracle --out "$W/samples.jsonl"
-$GC bench score "$BENCH/tasks.jsonl" "$W/samples.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json"
+$GC bench score "$BENCH/tasks.jsonl" "$W/samples.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json" --whole-statements
 set -- $ARMS
 for K in $KINDS; do
   python3 benchmarks/paired_diff.py "$W/results.jsonl" --a "$1" --b "$2" --kind "$K" --out "$R/paired_${2}_vs_${1}_$K.json" || true

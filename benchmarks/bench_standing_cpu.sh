@@ -95,7 +95,7 @@ open(sys.argv[2] + ".count", "w").write(str(len(both)))
 PY
 PAIRED=$(cat "$W/samples_paired.jsonl.count")
 t2b=$(t)
-$GC bench score "$T" "$W/samples_paired.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json"
+$GC bench score "$T" "$W/samples_paired.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json" --whole-statements
 t3=$(t)
 FIRST=${ARMS%% *}
 $GC bench report "$R/summary.json" --results "$W/results.jsonl" --tasks "$T" --baseline "$FIRST" --no-examples --out "$R" \

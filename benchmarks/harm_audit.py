@@ -1,6 +1,7 @@
 """Harm audit (issue 30): is grounding ever worse than none? Counts the tasks where `monitored` is
 worse than `baseline` — lint passes → fails (`success`: no syntax error, no-member or undefined
-variable), or a repetition (3 or more copies of a line, or of a run inside a line) that the
+variable; `--metric success_whole`: the same on a body the budget cut short, up to its last whole
+statement), or a repetition (3 or more copies of a line, or of a run inside a line) that the
 baseline did not write — and lists each one.
 
     .venv/bin/python benchmarks/harm_audit.py --results RESULTS.jsonl [--results MORE.jsonl ...]
@@ -31,7 +32,7 @@ def repeats(text: str) -> bool:
     return any(repeated_run(line) is not None for line in text.splitlines())
 
 
-def from_results(paths: list[Path], a: str, b: str) -> dict:
+def from_results(paths: list[Path], a: str, b: str, metric: str = "success") -> dict:
     from groundcode.jsonl import read_jsonl
     by = defaultdict(dict)
     for p in paths:
@@ -43,11 +44,15 @@ def from_results(paths: list[Path], a: str, b: str) -> dict:
             continue
         tasks += 1
         ra, rb = cfgs[a], cfgs[b]
-        sa, sb = ra["metrics"]["success"][0], rb["metrics"]["success"][0]
+        sa, sb = ra["metrics"][metric][0], rb["metrics"][metric][0]
         ca, cb = ra["completions"][0], rb["completions"][0]
         why = []
         if sa > sb:
-            why.append("lint passes at baseline, fails monitored: " + "; ".join(rb.get("lint", [[]])[0])[:200])
+            lint = rb.get("lint", [[]])[0]
+            cut = ""
+            if metric == "success_whole" and rb.get("whole", [cb])[0] != cb:
+                cut, lint = " (its last whole statement)", (rb.get("lint_whole") or [[]])[0] or []
+            why.append(f"lint passes at baseline, fails monitored{cut}: " + "; ".join(lint)[:200])
         if repeats(cb) and not repeats(ca):
             why.append("a repetition the baseline did not write")
         if why:
@@ -74,11 +79,14 @@ def main() -> None:
     ap.add_argument("--from-paired", type=Path, action="append", default=[])
     ap.add_argument("--a", default="baseline")
     ap.add_argument("--b", default="monitored")
+    ap.add_argument("--metric", default="success",
+                    help="success, or success_whole (bench score --whole-statements: a body the budget cut "
+                         "short, up to its last whole statement)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "harm_audit.json")
     args = ap.parse_args()
-    res: dict = {"a": args.a, "b": args.b}
+    res: dict = {"a": args.a, "b": args.b, "metric": args.metric}
     if args.results:
-        res["from_results"] = from_results(args.results, args.a, args.b)
+        res["from_results"] = from_results(args.results, args.a, args.b, args.metric)
         r = res["from_results"]
         print(f"{r['worse']} of {r['tasks']} tasks worse ({r['share']})")
         for h in r["harms"]:

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 LOWER = ("undefined_name", "import_error", "no_member", "call_error")   # hallucinations: lower is better
-METRICS = ("success", "dep_coverage", "codebleu", "edit_sim", "bleu4", "nim", "ident_precision", *LOWER)
+METRICS = ("success", "success_whole", "dep_coverage", "codebleu", "edit_sim", "bleu4", "nim", "ident_precision", *LOWER)
 
 
 def per_task(path: Path, config: str, kind: str) -> dict[str, dict[str, float]]:

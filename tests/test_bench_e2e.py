@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from groundcode.evaluation.cli import app
-from groundcode.jsonl import read_jsonl
+from groundcode.jsonl import read_jsonl, write_jsonl
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench_repo"
 
@@ -62,6 +62,19 @@ def test_build_run_score_report(tmp_path, tiny_model):
         assert len(f["metrics"]["success"]) == 2          # score@1 and score@2
         assert f["metrics"]["success"][1] >= f["metrics"]["success"][0]
         assert 0.0 <= f["metrics"]["codebleu"][0] <= 1.0
+
+    # --whole-statements: a body the budget cut mid-call is linted up to its last whole statement
+    # too (success_whole); the same text ended by the model itself is not
+    fn = next(t for t in tasks if t["kind"] == "function")
+    cut = fn["reference"].rstrip("\n") + "\n" + " " * (fn["indent"] + 4) + "value = str("
+    write_jsonl(tmp_path / "cut.jsonl", [{"task_id": fn["task_id"], "config": reason, "samples": [
+        {"completion": cut, "finish_reason": reason}]} for reason in ("length", "stop")])
+    invoke("score", out / "tasks.jsonl", tmp_path / "cut.jsonl", "--results", tmp_path / "cut_results.jsonl",
+           "--summary", tmp_path / "cut_summary.json", "--whole-statements", "--no-codebleu", "--no-depcov")
+    rows = {r["config"]: r for r in read_jsonl(tmp_path / "cut_results.jsonl")}
+    assert rows["length"]["metrics"]["success"] == [0.0] and rows["length"]["metrics"]["success_whole"] == [1.0]
+    assert rows["length"]["whole"] == [fn["reference"].rstrip("\n") + "\n"]
+    assert rows["stop"]["metrics"]["success"] == rows["stop"]["metrics"]["success_whole"] == [0.0]
 
     invoke("report", tmp_path / "summary.json", "--out", tmp_path / "rep", "--results", tmp_path / "results.jsonl",
            "--tasks", out / "tasks.jsonl", "--baseline", "baseline")

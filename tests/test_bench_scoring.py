@@ -70,3 +70,22 @@ def test_summarize_scores_at_k_and_counts():
     # bleu4 score@3 = mean of the maxima 0.5 and 0.3
     assert abs(f["metrics"]["bleu4"][2] - 0.4) < 1e-9
     assert abs(s["repos"]["r"]["function"]["bleu4"] - (0.75 + 0.6) / 6) < 1e-9
+
+
+def test_a_body_the_budget_cut_short_is_kept_up_to_its_last_whole_statement():
+    """whole_statements (the `--whole-statements` metric): the line the budget left open is
+    dropped, and a block header it would leave empty with it; a body that compiles, or whose
+    error was written before the cut, stays as it is; nothing whole left is an empty body."""
+    w = scoring.whole_statements
+    prefix = "    def f(self):\n"
+    assert w(FUNC, TEXT, "        y = 1\n        return y\n", prefix) == "        y = 1\n        return y\n"
+    assert w(FUNC, TEXT, "        y = g(1,\n              2)\n        z = h(y, ", prefix) == \
+        "        y = g(1,\n              2)\n"                          # a call over two lines stays whole
+    assert w(FUNC, TEXT, "        y = 1\n        if y:\n            return fo(", prefix) == "        y = 1\n"
+    assert w(FUNC, TEXT, "        y = 1\n        s = 'unterminat", prefix) == "        y = 1\n"
+    assert w(FUNC, TEXT, "        y = = 1\n        z = 2\n        s = (", prefix) == \
+        "        y = = 1\n        z = 2\n        s = ("                  # the model's own error stays
+    assert w(FUNC, TEXT, "        return self.x(", prefix) == ""
+    # a cursor inside a line: its first logical line starts before the completion
+    assert w(DEREF, TEXT, "x\n        y = (", "    def f(self):\n        \"\"\"Doc.\"\"\"\n        return self.") \
+        == "x\n"

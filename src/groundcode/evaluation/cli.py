@@ -284,6 +284,9 @@ def score(
     workers: int = typer.Option(2, help="Parallel pylint workers; with --executor ray: Ray actors (one pylint each)."),
     codebleu: bool = typer.Option(True, "--codebleu/--no-codebleu"),
     depcov: bool = typer.Option(True, "--depcov/--no-depcov", help="Dependency coverage (runs the analyzer)."),
+    whole: bool = typer.Option(False, "--whole-statements/--no-whole-statements",
+                               help="Also success_whole: a body cut short by the token budget (or a deadline) "
+                                    "linted up to its last whole statement."),
     executor: str = typer.Option("local", help=EXECUTOR_HELP),
     ray_address: Optional[str] = typer.Option(None, help=RAY_ADDRESS_HELP),
 ):
@@ -293,14 +296,15 @@ def score(
     try:
         ex = _executor(executor, ray_address, workers)
         if ex is None:
-            s = score_files(tasks, samples, results, summary, workers=workers, codebleu=codebleu, depcov=depcov)
+            s = score_files(tasks, samples, results, summary, workers=workers, codebleu=codebleu, depcov=depcov,
+                            whole=whole)
         else:
             from ..jsonl import read_jsonl
             from .sharded import score_sharded
             with _progress() as bar:
                 tid = bar.add_task("score", total=sum(1 for _ in read_jsonl(samples)))
                 s = score_sharded(tasks, samples, results, summary, ex, codebleu=codebleu, depcov=depcov,
-                                  progress=lambda k: bar.advance(tid, k))
+                                  whole=whole, progress=lambda k: bar.advance(tid, k))
     except GroundcodeError as e:
         _fail(e)
     finally:
@@ -309,7 +313,7 @@ def score(
     for name, c in s.items():
         for kind, d in c["kinds"].items():
             m = d["metrics"]
-            line = ", ".join(f"{k}={v[0]:.3f}" for k, v in m.items() if k in ("success", "dep_coverage", "nim", "codebleu"))
+            line = ", ".join(f"{k}={v[0]:.3f}" for k, v in m.items() if k in ("success", "success_whole", "dep_coverage", "nim", "codebleu"))
             typer.echo(f"{name} {kind}: {d['tasks']} tasks, {d['samples']} samples: {line}")
     first = next(iter(s.values()), None)
     if first:

@@ -33,7 +33,7 @@ TEXT_METRICS = {
 # no-name-in-module), a member that does not exist (no-member), or a call that does not fit its
 # callee (lint.CALL_CHECKS: a keyword that is no parameter, too many or too few arguments)
 HALLUCINATIONS = ("undefined_name", "import_error", "no_member", "call_error")
-BINARY = {"exact_match", "nim", "success", *HALLUCINATIONS}
+BINARY = {"exact_match", "nim", "success", "success_whole", *HALLUCINATIONS}
 
 
 def trim_completion(task: dict, completion: str, prefix: str = "") -> str:
@@ -44,6 +44,63 @@ def trim_completion(task: dict, completion: str, prefix: str = "") -> str:
     cut = block_end(completion, task["indent"], prefix, starts_at_line=task["col"] == 0)
     body = (completion if cut is None else completion[:cut]).rstrip()
     return body + "\n" if body else ""
+
+
+CUT_SHORT = ("length", "deadline")   # the text ended at a budget, not where the model ended it
+
+
+def _logical_line_ends(prefix: str, body: str) -> list[int]:
+    """Offsets in `body` just after each complete logical line (tokenize's NEWLINE), in order;
+    `prefix`: the function's code before the body, for lexing. Lexing stops where the text does
+    (a bracket or string left open at the end)."""
+    import io
+    import tokenize
+    starts, pos = [0], 0
+    text = prefix + body
+    for line in text.splitlines(keepends=True):
+        pos += len(line)
+        starts.append(pos)
+    ends = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NEWLINE:
+                off = starts[tok.end[0] - 1] + tok.end[1] - len(prefix)
+                if off > 0:
+                    ends.append(off)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return ends
+
+
+def whole_statements(task: dict, text: str, body: str, prefix: str = "") -> str:
+    """A body that a budget cut short (finish_reason length or deadline) up to its last whole
+    statement: its last logical line, left open by the cut, is dropped, and with it the block
+    headers that would be left with nothing under them (`if x:` ending the text), at most two.
+    Only when the file then compiles and did not before; otherwise `body` as it is (an error the
+    model wrote earlier stays an error). The scorer's `--whole-statements` metric
+    (`success_whole`): the two arms' cuts fall at random points, so a completion cut mid-line
+    fails for the budget, not for what it wrote."""
+    def compiles(b: str) -> bool:
+        try:
+            compile(splice(task, text, b)[0], task.get("path", "<task>"), "exec", dont_inherit=True)
+            return True
+        except (SyntaxError, ValueError):
+            return False
+    if not body.strip() or compiles(body):
+        return body
+    ends = [e for e in _logical_line_ends(prefix, body) if e < len(body.rstrip())]
+    for i in range(min(3, len(ends) + 1)):
+        cut = ends[-1 - i] if i < len(ends) else 0
+        if i > 0:     # the line dropped with the open one must be a block header (ends with `:`)
+            header = body[cut:ends[-i]].split("#")[0].rstrip()
+            if not header.endswith(":"):
+                break
+        cand = body[:cut]
+        if not cand.strip():
+            return ""
+        if compiles(cand):
+            return cand
+    return body
 
 
 def splice(task: dict, text: str, body: str) -> tuple[str, int, int]:
@@ -61,8 +118,10 @@ def _dedent_body(task: dict, code: str) -> str:
 
 
 def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, workers: int = 2,
-          codebleu: bool = True, depcov: bool = True, progress=None) -> dict:
-    """Write one result per (config, task) to `out`; return {"timing": ..., "n": ...}."""
+          codebleu: bool = True, depcov: bool = True, whole: bool = False, progress=None) -> dict:
+    """Write one result per (config, task) to `out`; return {"timing": ..., "n": ...}.
+    `whole`: also `success_whole`, success with a budget-cut body scored up to its last whole
+    statement (whole_statements; the other metrics read the body as written)."""
     rows, jobs, where = [], [], []
     t_lint = 0.0
     texts: dict[str, str] = {}
@@ -88,6 +147,14 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
             if bodies[j].strip():   # an empty completion fails without asking pylint (see summary)
                 jobs.append(LintJob(Path(task["repo_dir"]), task["path"], new, first, last))
                 where.append((len(rows), j))
+        if whole:
+            row["whole"] = [b if s.get("finish_reason") not in CUT_SHORT else
+                            whole_statements(task, texts[key], b, prefix) for b, s in zip(bodies, rec["samples"])]
+            for j, b in enumerate(row["whole"]):
+                if b != bodies[j] and b.strip():     # cut back: its own lint job
+                    new, first, last = splice(task, texts[key], b)
+                    jobs.append(LintJob(Path(task["repo_dir"]), task["path"], new, first, last))
+                    where.append((len(rows), ("whole", j)))
         if task["kind"] == "function":
             if codebleu:
                 from .codebleu_adapter import codebleu as cb
@@ -114,12 +181,20 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
     cpu_lint = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)   # the pylint workers' CPU time
     for row in rows:
         row["metrics"]["success"] = [0.0] * len(row["completions"])
+        if whole:
+            row["metrics"]["success_whole"] = [0.0] * len(row["completions"])
         for m in HALLUCINATIONS:     # an empty completion writes nothing that does not exist
             row["metrics"][m] = [0.0] * len(row["completions"])
         row["lint"] = [[] if b.strip() else ["empty completion"] for b in row["completions"]]
     crashed = 0
     for (ri, j), res in zip(where, lint_results):
+        if isinstance(j, tuple):             # a cut-back body's verdict: success_whole only
+            rows[ri]["metrics"]["success_whole"][j[1]] = float(res.success)
+            rows[ri].setdefault("lint_whole", [None] * len(rows[ri]["completions"]))[j[1]] = res.messages
+            continue
         rows[ri]["metrics"]["success"][j] = float(res.success)
+        if whole and rows[ri]["whole"][j] == rows[ri]["completions"][j]:
+            rows[ri]["metrics"]["success_whole"][j] = float(res.success)
         for m, n in (("undefined_name", res.undefined_variable), ("import_error", res.import_error),
                      ("no_member", res.no_member), ("call_error", res.call_error)):
             rows[ri]["metrics"][m][j] = float(n > 0)

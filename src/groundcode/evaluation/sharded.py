@@ -111,8 +111,8 @@ def run_sharded(tasks: list[dict], out: Path, cfg: harness.RunConfig, executor, 
 class ScoreWorker:
     """scoring.score on one repository's samples at a time."""
 
-    def __init__(self, codebleu: bool = True, depcov: bool = True):
-        self.codebleu, self.depcov = codebleu, depcov
+    def __init__(self, codebleu: bool = True, depcov: bool = True, whole: bool = False):
+        self.codebleu, self.depcov, self.whole = codebleu, depcov, whole
 
     def __call__(self, shard: list[tuple[int, dict, dict]]) -> tuple[list[tuple[int, dict]], dict]:
         from .scoring import score
@@ -120,7 +120,7 @@ class ScoreWorker:
         with tempfile.TemporaryDirectory(prefix="groundcode-shard-") as d:
             out = Path(d) / "results.jsonl"
             timing = score(tasks, [r for _, _, r in shard], out, workers=1, codebleu=self.codebleu,
-                           depcov=self.depcov)
+                           depcov=self.depcov, whole=self.whole)
             rows = list(read_jsonl(out))
         return [(p, row) for (p, _, _), row in zip(shard, rows)], timing
 
@@ -132,7 +132,7 @@ def _row_key(rec: dict) -> str:
 
 
 def score_sharded(tasks_path: Path, samples_path: Path, results_path: Path, summary_path: Path, executor, *,
-                  codebleu: bool = True, depcov: bool = True, progress=None) -> dict:
+                  codebleu: bool = True, depcov: bool = True, whole: bool = False, progress=None) -> dict:
     """scoring.score_files' contract (results JSONL, summary JSON; returns the summary) on `executor`."""
     from .scoring import write_summary
     tasks = {t["task_id"]: t for t in read_jsonl(tasks_path)}
@@ -152,7 +152,8 @@ def score_sharded(tasks_path: Path, samples_path: Path, results_path: Path, summ
         progress(len(rows))
     timing = {"lint_seconds": 0.0, "lint_jobs": 0, "lint_crashed": 0, "lint_cpu_seconds": 0.0}
     shards = shard_by(todo, lambda w: w[1]["repo"])
-    for i, (got, t) in executor.map(ScoreWorker, {"codebleu": codebleu, "depcov": depcov}, shards):
+    for i, (got, t) in executor.map(ScoreWorker, {"codebleu": codebleu, "depcov": depcov, "whole": whole},
+                                         shards):
         for p, row in got:
             rows[p] = row
             append_jsonl(pend, row | {"_key": _row_key(recs[p])})
