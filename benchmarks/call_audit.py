@@ -81,8 +81,9 @@ def judge(sig, call: dict) -> tuple[list[str], str | None]:
     if call["unpacked"]:
         return bad, None
     if call.get("one_line_comma") and not sig.var_positional and not sig.var_keyword:
-        taken = {p.name for p in sig.params[:call["positional"]] if p.kind != "keyword"}
-        if all(p.name in taken or p.name in call["keywords"] for p in sig.params):
+        from groundcode.decoding.guides.keyword_args import _bound    # the rule's own reading
+        taken = _bound(sig, call["positional"], call["keywords"])
+        if all(p.name in taken for p in sig.params):
             return bad, "trailing comma, nothing to bind"
     try:
         sig.to_inspect().bind(*[None] * call["positional"], **{k: None for k in call["keywords"]})
