@@ -49,11 +49,16 @@ def local(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ray_session():
-    """One in-process local Ray for the module (its start costs seconds); the executor uses it."""
+    """One in-process local Ray for the module (its start costs seconds); the executor uses it.
+    Its workers run at the suite's own priority: Ray nices them to 15 by default, and beside one
+    busy process per core they got a few percent of a core (each actor's imports took minutes)."""
     import ray      # the `ray` extra: scripts/test installs it
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAY_worker_niceness", "0")       # read by the raylet that ray.init starts
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+    mp.undo()
 
 
 @pytest.fixture(scope="module")
