@@ -61,6 +61,12 @@ def override() -> int | None:
     return n
 
 
+def load_less_self() -> float:
+    """Cores other processes keep busy by the 1-minute load average less one (this process), >= 0:
+    the measure without psutil, and the guess before the first measurement."""
+    return max(0.0, os.getloadavg()[0] - 1.0)
+
+
 class Usage:
     """Cores other processes used between two calls of `others()` (None at the first)."""
 
@@ -83,7 +89,7 @@ class Usage:
     def others(self) -> float | None:
         now, s = self.clock(), self._sample()
         if s is None:
-            return max(0.0, os.getloadavg()[0] - 1.0)
+            return load_less_self()
         last, self._last = self._last, (now, *s)
         if last is None or now <= last[0]:
             return None
@@ -113,7 +119,7 @@ class Threads:
         """The count before the first measurement: the 1-minute load average less this process
         (a test suite's short sessions, a batch's first forwards on a busy machine)."""
         try:
-            return threads_for(cores(), os.getloadavg()[0] - 1.0, self.cap)
+            return threads_for(cores(), load_less_self(), self.cap)
         except (AttributeError, OSError):
             return self.cap
 
