@@ -122,47 +122,11 @@ def test_a_repetition_keeps_one_copy_whatever_else_holds_text_and_never_ends_ins
     back, every copy was kept. The guide now holds back what may be a second copy, so one copy
     is kept whatever another guide holds; where final text is past a copy all the same (a loop
     inside one line is seen after its second run), the row ends at a run's boundary."""
-    import numpy as np
-
-    from groundcode.config import SamplingConfig
-    from groundcode.decoding.engine import Engine, RowSpec
-    from groundcode.decoding.guides.base import Guide
-    from groundcode.decoding.vocab import VocabIndex
-
-    class Script(Guide):
-        stateless = True
-
-        def __init__(self, ids):
-            self.ids = ids
-
-        def mask(self, row):
-            k = len(row.tokens)
-            return np.array([self.ids[k]], dtype=np.int64) if k < len(self.ids) else None
-
-    class HoldBack(Guide):
-        """Holds the last `n` characters back from final text."""
-        stateless = True
-
-        def __init__(self, n):
-            self.n = n
-
-        def final_upto(self, row):
-            return max(0, len(row.text) - self.n)
-
-    tok = tiny_lm.tokenizer
-    eng = Engine(tiny_lm.model, tok, VocabIndex.for_tokenizer(tok))
-    prompt = tok("def f(y):\n", add_special_tokens=False)["input_ids"]
-
-    def run(text, guides):
-        ids = tok(text, add_special_tokens=False)["input_ids"]
-        out = eng.generate([RowSpec(prompt, guides=[Script(ids), *guides, RepetitionStop()])],
-                           SamplingConfig(max_new_tokens=len(ids)))[0]
-        assert out.finish_reason == "stop" and out.stop.reason == "repetition"
-        return out.completion
+    run = _scripted_engine(tiny_lm)
 
     head = "        return 1\n"
     for copy in ("        y = y + 1\n", "        if y:\n            return y\n"):
-        for guides in ([], *([HoldBack(n)] for n in range(1, 3 * len(copy), 5))):
+        for guides in ([], *([_HoldBack(n)] for n in range(1, 3 * len(copy), 5))):
             assert run(head + copy * 5, guides) == head + copy, guides
     loop = "        return self.owner.get(" + "self.owner.get(" * 8
     got = run(loop, [])
@@ -181,3 +145,81 @@ def test_a_loop_inside_a_line_is_held_from_its_second_run():
     assert inline_start("        return self.owner.get(self.owner.get(") == len("        return self.owner.get(")
     for line in ("        x = foo(None, None", "        total = price * count + tax", "        # self.a(self.a(self.a("):
         assert inline_start(line) is None, line
+
+
+class _Script:
+    """A guide that forces a fixed token sequence."""
+
+    def __new__(cls, ids):
+        import numpy as np
+
+        from groundcode.decoding.guides.base import Guide
+
+        class Script(Guide):
+            stateless = True
+
+            def mask(self, row):
+                k = len(row.tokens)
+                return np.array([ids[k]], dtype=np.int64) if k < len(ids) else None
+        return Script()
+
+
+class _HoldBack:
+    """A guide that holds the last `n` characters back from final text."""
+
+    def __new__(cls, n):
+        from groundcode.decoding.guides.base import Guide
+
+        class HoldBack(Guide):
+            stateless = True
+
+            def final_upto(self, row):
+                return max(0, len(row.text) - n)
+        return HoldBack()
+
+
+def _scripted_engine(tiny_lm):
+    """run(text, guides): the completion of an engine row that writes `text` (forced), with
+    `guides` and RepetitionStop; the row must end by a repetition."""
+    from groundcode.config import SamplingConfig
+    from groundcode.decoding.engine import Engine, RowSpec
+    from groundcode.decoding.vocab import VocabIndex
+    tok = tiny_lm.tokenizer
+    eng = Engine(tiny_lm.model, tok, VocabIndex.for_tokenizer(tok))
+    prompt = tok("def f(y):\n", add_special_tokens=False)["input_ids"]
+
+    def run(text, guides):
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        out = eng.generate([RowSpec(prompt, guides=[_Script(ids), *guides, RepetitionStop()])],
+                           SamplingConfig(max_new_tokens=len(ids)))[0]
+        assert out.finish_reason == "stop" and out.stop.reason == "repetition"
+        return out.completion
+    return run
+
+
+def test_a_loop_inside_a_later_line_ends_the_row_at_its_whole_lines(tiny_lm):
+    """Issue 40's harm (smollm2-135m, four kinds): a loop inside a line below whole lines was cut
+    after its first run (`if self.stack_width_above_bottom_bottom_bottom` -> `..._bottom`,
+    `d["k"] = d["k"]["k"]["k"]["` -> `d["k"] = d["k"]["`): a line that cannot compile in a body
+    that could. The row now ends at its whole lines, dropping the blocks the line would have
+    been the body of; a loop on the row's first line is still cut after its first run; whatever
+    other guide holds text back, the row never ends inside a run."""
+    from groundcode.decoding.guides.repetition import whole_line_cut
+    head = "        x = 1\n\n"
+    loop = "        if y:\n            for z in y:\n                w = self.get_item_" + "get_item_" * 6
+    assert whole_line_cut(loop.replace("        if y", head + "        if y")) == len("        x = 1\n")
+    assert whole_line_cut("        d = {}\n        d['k'] = d['k']['k']['") == len("        d = {}\n")
+    assert whole_line_cut("    # note:\n    x = f(f(f(") == len("    # note:\n")      # comments stay
+    assert whole_line_cut("if a:\n    y = f(f(f(") == len("if a:\n")   # never back to offset 0
+    assert whole_line_cut("        return self.owner.get(self.owner.get(") is None
+    run = _scripted_engine(tiny_lm)
+    whole = "        x = 1\n"                    # (the blank line before the loop goes too)
+    assert run(head + loop, []) == whole
+    got = run(head + "        return self.owner.get(" + "self.owner.get(" * 8, [])
+    assert got == whole, got
+    first = run("        return self.owner.get(" + "self.owner.get(" * 8, [])
+    assert first.startswith("        return self.owner.get(") and "\n" not in first
+    for n in range(1, 40, 7):                       # final text reaching into the loop's line
+        got = run(head + loop, [_HoldBack(n)])
+        runs = [loop[:k] for k in range(len(loop)) if loop[:k].endswith("get_item_")]
+        assert got in (whole, head) or any(got == head + r for r in runs), (n, got)

@@ -12,7 +12,11 @@ Inside one line too (`repeated_run`: a loop that never writes a newline, such as
 `self.owner.get(self.owner.get(self.owner.get(`, `_format_format_format_format` or
 `((((((((`): the line's text ends in identical runs of `p` characters holding a letter or
 `_` — 3 runs when p >= 8, 4 when 2 <= p < 8 (`None, None, None` stays legal), 8 of one bracket;
-never in a comment line. Cut after the first run, as for lines.
+never in a comment line. Cut after the first run, as for lines, when the looping line began
+before the row's text; when the row has whole lines before it, the row ends at them instead
+(`whole_line_cut`: the looping line goes, with up to two lines before it that open a block —
+ending in `:`, `{`, `(` or `[` — whose body it was): `if self.stack_bottom_bottom_bottom` or
+`d["k"] = d["k"]["k"]["` left a line that cannot compile in a body that could.
 The stop's payload lists every run boundary (after the first copy, the second, ..., the text's
 end): a repetition found below text already final ends after the first copy that final text
 does not reach into (decoding/step.py), so the row still ends between whole runs.
@@ -117,6 +121,30 @@ def line_runs(text: str, max_period: int = 40) -> tuple | None:
     return None
 
 
+_OPENS = (":", "{", "(", "[")
+
+
+def whole_line_cut(text: str, headers: int = 2) -> int | None:
+    """Where a row whose current line loops ends instead: the start of that line, moved back
+    over blank lines and at most `headers` lines that open a block or a bracket (they would be
+    left with nothing in them); never to offset 0, so only a line that starts inside `text` is
+    dropped (a line that began before the row's text is the caller's). None: no whole line
+    before the current one holds anything but blanks."""
+    end = text.rfind("\n") + 1
+    if end == 0:
+        return None
+    cut, dropped, pos = end, 0, end
+    while pos > 0:
+        start = text.rfind("\n", 0, pos - 1) + 1
+        ln = text[start: pos - 1].strip()
+        if ln:                                    # (a header at offset 0 may have begun before)
+            if dropped == headers or start == 0 or ln.startswith("#") or not ln.endswith(_OPENS):
+                break
+            dropped += 1
+        cut = pos = start
+    return cut if text[:cut].strip() else None
+
+
 def inline_start(text: str, max_period: int = 40) -> int | None:
     """Where a loop inside the current line may be starting: the line ends in two identical runs
     of p >= 8 characters (three when 2 <= p < 8) holding a letter or `_`, or its last 4 or more
@@ -193,8 +221,11 @@ class RepetitionStop(Guide):
     run of 8 characters or more (its third when shorter: `None, None` is common,
     `inline_start`): without that hold `self.owner.get(self.owner.get(self.owner.get(` kept all
     three copies whenever no other guide held the line (the README fixture's test, in
-    isolation). Found below final text all the same, a loop ends at a run's boundary
-    (decoding/step.py)."""
+    isolation). Below the row's first line, text is final a whole line at a time, and a line
+    that opens a block with the first line of its body (`whole_line_cut`: where a loop in the
+    line being written would end the row), so a later line's loop never leaves a piece of a
+    line; the first line streams token by token. Found below final text all the same, a loop
+    ends at the first boundary final text does not reach into (decoding/step.py)."""
 
     def __init__(self, copies: int = 3, max_period: int = 8):
         self.copies, self.max_period = copies, max_period
@@ -219,14 +250,16 @@ class RepetitionStop(Guide):
                 self._cut = tail_runs(row.text, self.copies, self.max_period)
                 self._lines = _complete_lines(row.text, 3 * self.max_period + 1)
             else:
-                self._cut = line_runs(row.text)
+                runs = line_runs(row.text)
+                whole = whole_line_cut(row.text) if runs else None
+                self._cut = runs if whole is None else (whole,) + runs
         return None
 
     def final_upto(self, row: RowView) -> int:
         text = row.text
         start = text.rfind("\n") + 1
         held = [h for h in (copy_start(*self._lines, text[start:], start, self.max_period),
-                            inline_start(text)) if h is not None]
+                            inline_start(text), whole_line_cut(text)) if h is not None]
         return min(held) if held else len(text)
 
     def stop(self, row: RowView):
