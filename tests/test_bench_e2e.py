@@ -41,6 +41,10 @@ def test_build_run_score_report(tmp_path, tiny_model):
     recs = list(read_jsonl(samples))
     assert sorted({r["config"] for r in recs}) == ["baseline", "monitored", "reference"]
     assert all(len(r["samples"]) == 2 for r in recs if r["config"] != "reference")
+    # a row a guide ended says which (a guard's cut is told from the model's own end by it)
+    ended = [s for r in recs if r["config"] != "reference" for s in r["samples"] if "stopped_by" in s]
+    assert all(s["finish_reason"] == "stop" and s["stopped_by"] in
+               {"body_end", "repetition", "line", "statement", "stop_string"} for s in ended), ended
     # resumable: a second run generates nothing new
     again = invoke("run", out / "tasks.jsonl", "--out", samples, "--config", "baseline", "--model", tiny_model,
                    "--no-monitor", "--schedule", "0.8:2", "--max-new-tokens", 24, "--limit", 2)

@@ -193,12 +193,20 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
                                  "total_s": round(c.total_s, 3), "problems": [len(p) for p in c.problems]}
                     samples[i].append({"completion": g.completion, "temperature": temp, "seed": cfg.seed + j,
                                        "tokens": g.tokens, "seconds": g.seconds, "finish_reason": g.finish_reason,
-                                       "rollbacks": g.rollbacks, **_trigger_summary(g.triggers), **extra})
+                                       "rollbacks": g.rollbacks, **_trigger_summary(g.triggers), **extra,
+                                       **_stopped_by(g)})
         for t, s in zip(chunk, samples):
             append_jsonl(out, {"task_id": t["task_id"], **meta, "samples": s})
         if progress:
             progress(len(chunk))
     return len(todo)
+
+
+def _stopped_by(g) -> dict:
+    """Which guide ended a row that finished with "stop" (repetition, body_end, stop_at, ...):
+    scoring and audits tell a guard's cut from the model's own end by it."""
+    st = getattr(g, "stop", None)
+    return {"stopped_by": st.reason} if st is not None and getattr(st, "reason", None) else {}
 
 
 def _checked(gen, tasks, ctxs, sc) -> list[list]:
