@@ -40,7 +40,7 @@ def trained(tmp_path_factory):
     tok = train_tokenizer(corpus, root / "tok", vocab_size=400)
     count_tokens(corpus, tok)
     cfg = PretrainConfig.from_preset("smoke", corpus=str(corpus), tokenizer=str(root / "tok"),
-                                     out=str(root / "model"), heldout_permille=50, progress=False, threads=2)
+                                     out=str(root / "model"), heldout_permille=50, progress=False, threads=1)
     return manifest, corpus, cfg, pretrain(cfg)
 
 
