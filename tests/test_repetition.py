@@ -1,7 +1,9 @@
 """Stopping a row that repeats itself (guides/repetition.py)."""
 from __future__ import annotations
 
-from groundcode.decoding.guides.base import RowView
+import numpy as np
+
+from groundcode.decoding.guides.base import Guide, RowView
 from groundcode.decoding.guides.repetition import RepetitionStop, repeated_tail, tail_runs
 
 
@@ -147,35 +149,27 @@ def test_a_loop_inside_a_line_is_held_from_its_second_run():
         assert inline_start(line) is None, line
 
 
-class _Script:
-    """A guide that forces a fixed token sequence."""
+class _Script(Guide):
+    """Forces a fixed token sequence."""
+    stateless = True
 
-    def __new__(cls, ids):
-        import numpy as np
+    def __init__(self, ids):
+        self.ids = ids
 
-        from groundcode.decoding.guides.base import Guide
-
-        class Script(Guide):
-            stateless = True
-
-            def mask(self, row):
-                k = len(row.tokens)
-                return np.array([ids[k]], dtype=np.int64) if k < len(ids) else None
-        return Script()
+    def mask(self, row):
+        k = len(row.tokens)
+        return np.array([self.ids[k]], dtype=np.int64) if k < len(self.ids) else None
 
 
-class _HoldBack:
-    """A guide that holds the last `n` characters back from final text."""
+class _HoldBack(Guide):
+    """Holds the last `n` characters back from final text."""
+    stateless = True
 
-    def __new__(cls, n):
-        from groundcode.decoding.guides.base import Guide
+    def __init__(self, n):
+        self.n = n
 
-        class HoldBack(Guide):
-            stateless = True
-
-            def final_upto(self, row):
-                return max(0, len(row.text) - n)
-        return HoldBack()
+    def final_upto(self, row):
+        return max(0, len(row.text) - self.n)
 
 
 def _scripted_engine(tiny_lm):

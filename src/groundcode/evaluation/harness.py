@@ -205,8 +205,7 @@ def _run_all(gen, todo: list[dict], out: Path, cfg: RunConfig, groups, meta: dic
 def _stopped_by(g) -> dict:
     """Which guide ended a row that finished with "stop" (repetition, body_end, stop_at, ...):
     scoring and audits tell a guard's cut from the model's own end by it."""
-    st = getattr(g, "stop", None)
-    return {"stopped_by": st.reason} if st is not None and getattr(st, "reason", None) else {}
+    return {"stopped_by": g.stop.reason} if g.stop is not None else {}
 
 
 def _checked(gen, tasks, ctxs, sc) -> list[list]:
