@@ -209,6 +209,25 @@ def test_a_pth_that_runs_code_makes_unknown_modules_fail_open(tmp_path, proj):
     assert idx.resolve("invented_pkg_xyz").kind == "unknown"
 
 
+def test_a_venv_made_by_this_interpreter_is_read_as_its_own(proj):
+    """`python -m venv` links bin/python to the interpreter it was made from (perhaps groundcode's)
+    and lib64 to lib: the index reads the venv's site-packages, once, so its packages are judged
+    (before: groundcode's own site-packages were read, or every package looked split over two
+    roots, a namespace package, and failed open)."""
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(proj / ".venv")], check=True)
+    site = next((proj / ".venv" / "lib").glob("python3*/site-packages"))
+    (site / "venvpkg").mkdir()
+    (site / "venvpkg" / "__init__.py").write_text("known = 1\n")
+    (site / "venvpkg" / "part.py").write_text("")
+    idx = ModuleIndex(proj)
+    assert idx.resolve("venvpkg.part").kind == "found"
+    res = idx.resolve("venvpkg.invented")
+    assert res.kind == "missing", res
+    assert idx.exports(idx.resolve("venvpkg")) >= {"known", "part"}
+
+
 # -- the monitor in decoding ------------------------------------------------------------------
 def _generator(tiny_lm, target, **kw):
     from scripted import scripted_lm, planted

@@ -136,14 +136,16 @@ def _entries(d: Path) -> dict[str, Path]:
 
 def _site_dirs(python: Path | None) -> list[Path]:
     """The site-packages directories of `python` (None: the running interpreter), read from the
-    file system: lib/python3*/site-packages under its prefix."""
-    if python is None or Path(python).resolve() == Path(sys.executable).resolve():
+    file system: lib/python3*/site-packages under its prefix. A venv's `bin/python` links to the
+    interpreter it was made from, perhaps this one: the prefix, not the executable, says whose."""
+    if python is None or Path(python).absolute().parent.parent == Path(sys.prefix).absolute():
         paths = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
         paths.update(p for p in sys.path if p.endswith("site-packages"))
         return [Path(p) for p in sorted(paths) if Path(p).is_dir()]
     prefix = Path(python).parent.parent
-    return sorted({*prefix.glob("lib/python3*/site-packages"), *prefix.glob("lib64/python3*/site-packages"),
-                   *prefix.glob("Lib/site-packages")})
+    found = [*prefix.glob("lib/python3*/site-packages"), *prefix.glob("lib64/python3*/site-packages"),
+             *prefix.glob("Lib/site-packages")]
+    return sorted({p.resolve() for p in found})       # a venv's lib64 links to its lib: one root
 
 
 class ModuleIndex:
