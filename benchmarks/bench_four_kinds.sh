@@ -10,7 +10,8 @@
 #   bash benchmarks/bench_four_kinds.sh      (env: RECIPE=standing|heldout, KINDS="name import",
 #        LIMIT=60 per kind, ARMS="monitored monitored+names", MODEL=smollm2-135m, R=results dir,
 #        W=work dir outside the repository, DTYPE=gguf|int8|... (default: the loader's),
-#        OMP_NUM_THREADS to share the cores)
+#        OMP_NUM_THREADS to share the cores, ENV=0 to leave the repositories without their
+#        dependency environments)
 # Builds the tasks once into ~/.cache/groundcode/bench/$RECIPE-four (groundcode bench build
 # --recipe $RECIPE --kinds name,call,import). Writes $R/summary.json, $R/paired_<b>_vs_<a>_<kind>.json
 # and the samples/results JSONL to $W (they quote package code: outside the repository).
@@ -28,6 +29,11 @@ W=${W:-$HOME/.cache/groundcode/bench/four-kinds-run-$RECIPE-$TAG}
 mkdir -p "$R" "$W"
 if [ ! -s "$BENCH/tasks.jsonl" ]; then
   $GC bench build --recipe "$RECIPE" --kinds name,call,import --out "$BENCH"
+fi
+# the repositories' pinned third-party wheels in their .venv, where the recipe ships them
+# (recipes/$RECIPE.env.json; evaluation/bench_env.py): the analyzer and the judge see them
+if [ "${ENV:-1}" = 1 ] && [ -f "$(dirname "$0")/../src/groundcode/evaluation/recipes/$RECIPE.env.json" ]; then
+  $GC bench env "$BENCH"
 fi
 # shellcheck source=benchmarks/standing_arms.sh
 source "$(dirname "$0")/standing_arms.sh"

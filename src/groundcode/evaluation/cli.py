@@ -492,3 +492,7 @@ def api_score(
     except GroundcodeError as e:
         _fail(e)
     typer.echo(api_harness.table(s))
+
+
+from .env_cli import env as _env  # noqa: E402  (its own module: cli.py stays one screen of commands each)
+app.command("env")(_env)

@@ -10,7 +10,10 @@ no-member checker only visits attributes inside the job's lines (it is the costl
 modules over PRUNE_OVER_LINES lines are pruned around the scored function first (prune.py). After each
 job the worker forgets the spliced module, so the next sample of the same file is parsed afresh.
 A job succeeds when the file has no syntax error and the function's lines have no no-member /
-undefined-variable message. The only module that imports pylint; generated code is parsed, never run.
+undefined-variable message. The repository's virtual environment (its .venv: a recipe's pinned
+wheels, evaluation/bench_env.py) is left out of the overlays and put after the worker's own
+sys.path instead, so the judge sees the packages the repository imports, as the analyzer does.
+The only module that imports pylint; generated code is parsed, never run.
 Not here: splicing (scoring.py). Test: tests/test_bench_lint.py; speed: benchmarks/bench_lint_speed.py.
 """
 from __future__ import annotations
@@ -74,10 +77,14 @@ def overlay(repo_dir: Path, rel: str, text: str, root: Path, cache: dict | None 
 
 
 def _repo_files(repo_dir: Path, cache: dict) -> list[str]:
+    """The repository's .py/.pyi files, without its virtual environment's (on the path instead)."""
     key = str(repo_dir)
     if key not in cache:
+        from ..trust import find_venv
+        venv = find_venv(repo_dir)
         cache[key] = sorted(p.relative_to(repo_dir).as_posix() for p in repo_dir.rglob("*")
-                            if p.suffix in _MIRROR_SUFFIXES and p.is_file())
+                            if p.suffix in _MIRROR_SUFFIXES and p.is_file()
+                            and not (venv is not None and p.is_relative_to(venv)))
     return cache[key]
 
 
@@ -98,6 +105,16 @@ def _shares(jobs: list[LintJob], workers: int) -> list[list[int]]:
     return shares
 
 
+def _site(repo_dir: Path, cache: dict) -> tuple[str, ...]:
+    """The repository venv's site-packages (read as files, as the analyzer reads them untrusted):
+    the judge sees the packages the repository imports (evaluation/bench_env.py)."""
+    key = ("site", str(repo_dir))
+    if key not in cache:
+        from ..trust import search_paths
+        cache[key] = search_paths(repo_dir)
+    return cache[key]
+
+
 PRUNE_OVER_LINES = 1000   # modules longer than this are pruned around the scored function (prune.py)
 
 
@@ -115,7 +132,8 @@ def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.
             if prune_over_lines and text.count("\n") > prune_over_lines:
                 text = prune(text, j.first_line, j.last_line)
             target = overlay(Path(j.repo_dir), j.path, text, Path(tmp) / f"j{i}", file_cache)
-            specs.append({"i": i, "path": str(target), "first": j.first_line, "last": j.last_line})
+            specs.append({"i": i, "path": str(target), "first": j.first_line, "last": j.last_line,
+                          "site": list(_site(Path(j.repo_dir), file_cache))})
 
         def one(w: int, share: list[int]) -> None:
             job_file, out_file = Path(tmp) / f"w{w}.json", Path(tmp) / f"w{w}.out.jsonl"
@@ -221,9 +239,15 @@ def worker(job_file: str, out_file: str) -> None:
     _patch_no_member_range()
     args = ["--disable=all", f"--enable={','.join(CHECKS)}", "--score=n", "--persistent=n",
             "--rcfile=/dev/null", "--unsafe-load-any-extension=n"]
+    base, site = list(sys.path), []
     with open(out_file, "a", encoding="utf-8") as out:
         for spec in json.loads(Path(job_file).read_text()):
             _RANGE[:] = [spec["first"], spec["last"]]
+            if spec.get("site", []) != site:     # another repository's venv: after our own path
+                import astroid
+                site = spec.get("site", [])
+                sys.path[:] = base + site
+                astroid.MANAGER.clear_cache()
             t0 = time.perf_counter()
             buf = io.StringIO()
             try:
