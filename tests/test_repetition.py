@@ -206,6 +206,14 @@ def test_a_loop_inside_a_later_line_ends_the_row_at_its_whole_lines(tiny_lm):
     assert whole_line_cut("    # note:\n    x = f(f(f(") == len("    # note:\n")      # comments stay
     assert whole_line_cut("if a:\n    y = f(f(f(") == len("if a:\n")   # never back to offset 0
     assert whole_line_cut("        return self.owner.get(self.owner.get(") is None
+    # never inside a bracket the kept lines open (issue 40's harm: bidict's `from importlib
+    # import (\n    import_module,\n    import_none_with_no_name_with_no_name…`)
+    call = "        x = 1\n        y = foo(\n            a,\n            b,\n            c_c_c_c_c_c"
+    assert whole_line_cut(call) == len("        x = 1\n")
+    assert whole_line_cut("        s = '(['\n        t = {'a': 1}\n        u_u_u_u_u") == len(
+        "        s = '(['\n        t = {'a': 1}\n")                   # brackets in strings: none
+    assert whole_line_cut("importlib import (\n    import_module,\n    import_none_none_none") is None
+    assert whole_line_cut("    if x:\n        y = [\n            1,\n            z_z_z_z") == len("    if x:\n")
     run = _scripted_engine(tiny_lm)
     whole = "        x = 1\n"                    # (the blank line before the loop goes too)
     assert run(head + loop, []) == whole

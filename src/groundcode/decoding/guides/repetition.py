@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from ...pycode import lex
 from .base import Guide, RowView, Stop, token_flags
 
 _TRIVIAL = re.compile(r"^\s*(pass|\.\.\.|[)\]}:,]*)\s*$")
@@ -127,22 +128,43 @@ _OPENS = (":", "{", "(", "[")
 def whole_line_cut(text: str, headers: int = 2) -> int | None:
     """Where a row whose current line loops ends instead: the start of that line, moved back
     over blank lines and at most `headers` lines that open a block or a bracket (they would be
-    left with nothing in them); never to offset 0, so only a line that starts inside `text` is
-    dropped (a line that began before the row's text is the caller's). None: no whole line
-    before the current one holds anything but blanks."""
+    left with nothing in them), and back to the start of the line that opened a bracket the
+    text before the cut leaves open (`foo(\n    a,\n` is no whole statement); never to offset
+    0, so only a line that starts inside `text` is dropped (a line that began before the row's
+    text is the caller's). None: no whole line before the current one holds anything but
+    blanks, or the bracket left open began on the row's first line."""
     end = text.rfind("\n") + 1
-    if end == 0:
-        return None
-    cut, dropped, pos = end, 0, end
-    while pos > 0:
-        start = text.rfind("\n", 0, pos - 1) + 1
-        ln = text[start: pos - 1].strip()
-        if ln:                                    # (a header at offset 0 may have begun before)
-            if dropped == headers or start == 0 or ln.startswith("#") or not ln.endswith(_OPENS):
-                break
-            dropped += 1
-        cut = pos = start
-    return cut if text[:cut].strip() else None
+    while end > 0:
+        cut, dropped, pos = end, 0, end
+        while pos > 0:
+            start = text.rfind("\n", 0, pos - 1) + 1
+            ln = text[start: pos - 1].strip()
+            if ln:                                # (a header at offset 0 may have begun before)
+                if dropped == headers or start == 0 or ln.startswith("#") or not ln.endswith(_OPENS):
+                    break
+                dropped += 1
+            cut = pos = start
+        if not text[:cut].strip():
+            return None
+        opened = _open_bracket(text[:cut])
+        if opened is None:
+            return cut
+        end = text.rfind("\n", 0, opened) + 1   # that line goes too, with its headers
+    return None
+
+
+def _open_bracket(code: str) -> int | None:
+    """The offset of the outermost bracket `code` leaves open (strings and comments skipped:
+    Python's lexer, close enough for TypeScript's brackets), or None."""
+    stack: list[int] = []
+    for kind, s, e in lex(code):
+        if kind == "op":
+            for i in range(s, e):
+                if code[i] in "([{":
+                    stack.append(i)
+                elif code[i] in ")]}" and stack:
+                    stack.pop()
+    return stack[0] if stack else None
 
 
 def inline_start(text: str, max_period: int = 40) -> int | None:
