@@ -283,6 +283,22 @@ def test_an_invented_module_and_an_unexported_name_are_redone(tiny_lm, names_rep
     assert rec.rolled_back and rec.chosen == "start", (out.completion, rec)
 
 
+def test_an_open_import_list_is_judged_name_by_name(tiny_lm, names_repo):
+    # issue 40's harm (bidict, smollm2): `from importlib import (\n    import_module,\n
+    # import_none,\n    import_none_with_no_name, ...` looped and was never closed, so no name of
+    # it was judged: each name a comma ends is judged now, the list still open
+    out = _complete(tiny_lm, names_repo, "from pkg.core import (\n        Engine,\n        Engin,\n"
+                    "        Enginee,\n        Engineee,\n", max_new=80)
+    recs = [t for t in out.triggers if t.kind == "import" and not t.failed_open]
+    assert recs and recs[0].rolled_back and recs[0].chosen == "start", (out.completion, recs)
+    assert "Engin," not in out.completion, out.completion
+    # a list that exists is left alone, and judged once (no second record when it closes)
+    out = _complete(tiny_lm, names_repo, "from pkg.core import (\n        Engine,\n        start,\n    )\n",
+                    max_new=80)
+    assert not [t for t in out.triggers if t.kind == "import"], out.triggers
+    assert out.completion.startswith("    from pkg.core import (\n        Engine,\n        start,\n    )"), out
+
+
 def test_a_word_after_a_from_imports_module_is_import(tiny_lm, names_repo):
     # qwen on the held-out recipe: `from pyfunceble…` redone to the installed module `py`, then
     # the rest of its word: `from py funceble import ConverterBase` (the word was never judged)

@@ -58,6 +58,7 @@ _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")   # a name not after a dot (string
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)\b")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)\b")
 _FROM_WORD = re.compile(r"[ \t]*from[ \t]+(?:\.*[\w.]*\w|\.+)[ \t]+(\w+)(?=\W)")  # the word after `from m`
+_OPEN_FROM = re.compile(r"[ \t]*from[ \t]+(?:\.*[\w.]*\w|\.+)[ \t]+import[ \t]*\(")   # `from m import (`
 
 
 class NamesMonitor(Guide):
@@ -97,16 +98,17 @@ class NamesMonitor(Guide):
         self.defs: tuple = ()              # indentation of generated def/class lines still open
         self.opened = None                 # a generated star import / globals(): why
         self.redone: frozenset = frozenset()   # offsets of names redone under the mask
+        self.seen: frozenset = frozenset()     # offsets of imports judged while their list was open
         self.rollbacks = 0
 
     # -- checkpoints (the engine's) -----------------------------------------------------------
     def snapshot(self) -> tuple:
         return (self.state, self.narrow.snapshot() if self.narrow else None, self.narrow, self.record,
-                self.line_at, self.binds, self.defs, self.opened, self.redone, self.rollbacks)
+                self.line_at, self.binds, self.defs, self.opened, self.redone, self.rollbacks, self.seen)
 
     def restore(self, row: RowView, snap: tuple) -> None:
         (self.state, nsnap, self.narrow, self.record, self.line_at, self.binds, self.defs,
-         self.opened, self.redone, self.rollbacks) = snap
+         self.opened, self.redone, self.rollbacks, self.seen) = snap
         if self.narrow is not None:
             self.narrow.restore(nsnap)
         self.lexer.rewind(len(self.prefix) + len(row.text))
@@ -180,7 +182,21 @@ class NamesMonitor(Guide):
             self.line_at = b
             if proposal is not None:
                 return proposal
+        if self.state == WAIT and self.check_imports:
+            return self._check_open_list(row, full)
         return None
+
+    def _check_open_list(self, row: RowView, full: str) -> Rollback | None:
+        """`from m import (` with its list still open: the module and each name a comma ended
+        are judged now, not when the `)` comes (a list the row loops in is never closed, so it
+        was never judged: bidict's `from importlib import (import_module, import_none, ...`)."""
+        tail = full[self.line_at:]
+        if not tail.rstrip().endswith(",") or not _OPEN_FROM.match(tail):
+            return None
+        uses = line_uses(tail.rstrip() + ")")
+        if not uses.ok or not uses.imports:
+            return None
+        return self._check_imports(row, uses, self.line_at, len(self.prefix))
 
     def settle(self, row: RowView) -> Rollback | None:
         full = self.prefix + row.text
@@ -305,41 +321,54 @@ class NamesMonitor(Guide):
                          if n.isidentifier())
 
     def _check_imports(self, row: RowView, uses, a: int, gen_from: int) -> Rollback | None:
+        """The modules and imported names of `uses` (a logical line from offset `a`), each judged
+        once: what was judged while its list was open (`seen`) is not counted again."""
         index = None
         for use in uses.imports:
             if a + use.offset < gen_from:
                 continue
             if index is None:
                 index = module_index(self.ctx.repo, self.ctx.python if self.ctx.trust else None)
-            self.checked += 1
-            self.checked_imports += 1
             res = index.resolve(use.module, self.ctx.path)
-            if res.kind == "missing" and self._guarded(row, a + use.offset):
-                res = type(res)("unknown", why="conditional import")     # try: ... except ImportError
-            if res.kind == "unknown":
-                row.triggers.append(TriggerRecord(receiver=use.module, candidates=0, failed_open=True,
-                                                  reason=res.why, asked=False, analyzer="modules", kind="import"))
-                continue
-            if res.kind == "missing":
-                part, names, no_dot = self._missing_part(index, use, res)
-                if part is None:               # no name could stand there: nothing to redo it with
-                    row.triggers.append(TriggerRecord(
-                        receiver=use.module, candidates=0, failed_open=True, reason="no candidate",
-                        asked=False, analyzer="modules", kind="import"))
+            key = (a + use.offset, use.module)
+            if key in self.seen:
+                if res.kind != "found":
                     continue
-                key = (a + part[1], ".") if no_dot else a + part[1]   # a module name redone as a
-                if key in self.redone:                 # name may still be redone without its dot
+            else:
+                self.checked += 1
+                self.checked_imports += 1
+                if res.kind == "missing" and self._guarded(row, a + use.offset):
+                    res = type(res)("unknown", why="conditional import")     # try: ... except ImportError
+                if res.kind == "unknown":
+                    row.triggers.append(TriggerRecord(receiver=use.module, candidates=0, failed_open=True,
+                                                      reason=res.why, asked=False, analyzer="modules", kind="import"))
+                    self.seen = self.seen | {key}
                     continue
-                p = self._propose(row, part[0], a + part[1],
-                                  "submodule of a module file" if no_dot else "unknown module", names,
-                                  "import", no_follow="." if no_dot else "", key=key)
-                if p is not None:
-                    return p
+                if res.kind == "missing":
+                    part, names, no_dot = self._missing_part(index, use, res)
+                    if part is None:               # no name could stand there: nothing to redo it with
+                        row.triggers.append(TriggerRecord(
+                            receiver=use.module, candidates=0, failed_open=True, reason="no candidate",
+                            asked=False, analyzer="modules", kind="import"))
+                        self.seen = self.seen | {key}
+                        continue
+                    rkey = (a + part[1], ".") if no_dot else a + part[1]   # a module name redone as a
+                    if rkey in self.redone:                # name may still be redone without its dot
+                        continue
+                    p = self._propose(row, part[0], a + part[1],
+                                      "submodule of a module file" if no_dot else "unknown module", names,
+                                      "import", no_follow="." if no_dot else "", key=rkey)
+                    if p is not None:
+                        return p
+                    continue
+                self.seen = self.seen | {key}
+            if (key, "exports unknown") in self.seen:
                 continue
             exports = None
             for name, off in use.names:
-                if a + off < gen_from or a + off in self.redone:
+                if a + off < gen_from or a + off in self.redone or (a + off, name) in self.seen:
                     continue
+                self.seen = self.seen | {(a + off, name)}
                 self.checked += 1
                 self.checked_imports += 1
                 if exports is None:
@@ -348,6 +377,7 @@ class NamesMonitor(Guide):
                     row.triggers.append(TriggerRecord(receiver=use.module, candidates=0, chosen=name,
                                                       failed_open=True, reason="exports unknown",
                                                       asked=False, analyzer="modules", kind="import"))
+                    self.seen = self.seen | {(key, "exports unknown")}   # one record a statement
                     break
                 if name not in exports and self._guarded(row, a + off):
                     row.triggers.append(TriggerRecord(receiver=use.module, candidates=0, chosen=name,
