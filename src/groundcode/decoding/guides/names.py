@@ -13,7 +13,9 @@ States (one row):
              repository, the standard library, the analyzer's site-packages), and each name
              `from m import` takes must be one the module's file binds (or a submodule). A name
              that does not exist is a proposal to roll back to the token holding its start:
-             `Rollback(k, "unknown name", (candidates, record, owed text))`.
+             `Rollback(k, "unknown name", (candidates, record, owed text))`. A `from m import (`
+             list still open is judged a name at a time, as each comma ends one (a list the
+             row never closes would otherwise never be judged); nothing is judged twice.
     NARROW   (entered in `rolled_back`, once the engine took the cut) the name is redone under
              the mask of the names that exist there (`Narrowing`; dunders allowed, never steered
              to); back to WAIT when it is complete. A name is redone once (no second chance),
