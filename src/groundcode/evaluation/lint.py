@@ -12,7 +12,8 @@ job the worker forgets the spliced module, so the next sample of the same file i
 A job succeeds when the file has no syntax error and the function's lines have no no-member /
 undefined-variable message. The repository's virtual environment (its .venv: a recipe's pinned
 wheels, evaluation/bench_env.py) is left out of the overlays and put after the worker's own
-sys.path instead, so the judge sees the packages the repository imports, as the analyzer does.
+sys.path instead, with the repository's own roots (its directory, `src/`) before it, so the
+judge sees the packages the repository imports and its namespace packages, as the analyzer does.
 The only module that imports pylint; generated code is parsed, never run.
 Not here: splicing (scoring.py). Test: tests/test_bench_lint.py; speed: benchmarks/bench_lint_speed.py.
 """
@@ -115,6 +116,13 @@ def _site(repo_dir: Path, cache: dict) -> tuple[str, ...]:
     return cache[key]
 
 
+def _roots(repo_dir: Path) -> tuple[str, ...]:
+    """The repository's own import roots (its directory, and `src/` where it has one), as the
+    names monitor's module index has them: a namespace package (`svg/charts/`, no `svg/__init__`)
+    is imported from there, not from the package directory pylint puts first on its path."""
+    return tuple(str(d) for d in (repo_dir, repo_dir / "src") if d.is_dir())
+
+
 PRUNE_OVER_LINES = 1000   # modules longer than this are pruned around the scored function (prune.py)
 
 
@@ -133,7 +141,7 @@ def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.
                 text = prune(text, j.first_line, j.last_line)
             target = overlay(Path(j.repo_dir), j.path, text, Path(tmp) / f"j{i}", file_cache)
             specs.append({"i": i, "path": str(target), "first": j.first_line, "last": j.last_line,
-                          "site": list(_site(Path(j.repo_dir), file_cache))})
+                          "site": list(_roots(Path(j.repo_dir)) + _site(Path(j.repo_dir), file_cache))})
 
         def one(w: int, share: list[int]) -> None:
             job_file, out_file = Path(tmp) / f"w{w}.json", Path(tmp) / f"w{w}.out.jsonl"
@@ -243,7 +251,7 @@ def worker(job_file: str, out_file: str) -> None:
     with open(out_file, "a", encoding="utf-8") as out:
         for spec in json.loads(Path(job_file).read_text()):
             _RANGE[:] = [spec["first"], spec["last"]]
-            if spec.get("site", []) != site:     # another repository's venv: after our own path
+            if spec.get("site", []) != site:     # another repository: its roots and venv after our own path
                 import astroid
                 site = spec.get("site", [])
                 sys.path[:] = base + site
