@@ -109,9 +109,10 @@ def install(repo_dir: Path, pins: list[dict], index_args: tuple[str, ...] = ()) 
     if not pins:
         return "empty"
     if venv.exists():
-        if installed(venv) is None:
+        have = installed(venv)
+        if have is None:
             raise GroundcodeError(f"{venv} exists and groundcode did not make it; move it away first")
-        if installed(venv) == pins:
+        if have == pins:
             return "unchanged"
         shutil.rmtree(venv)
     tmp = Path(repo_dir) / ".venv.partial"

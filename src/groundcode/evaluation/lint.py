@@ -106,21 +106,18 @@ def _shares(jobs: list[LintJob], workers: int) -> list[list[int]]:
     return shares
 
 
-def _site(repo_dir: Path, cache: dict) -> tuple[str, ...]:
-    """The repository venv's site-packages (read as files, as the analyzer reads them untrusted):
-    the judge sees the packages the repository imports (evaluation/bench_env.py)."""
-    key = ("site", str(repo_dir))
+def _judge_path(repo_dir: Path, cache: dict) -> tuple[str, ...]:
+    """What the worker puts after its own sys.path for a repository, as the names monitor's
+    module index has it: the repository's own roots (its directory, `src/` where it has one: a
+    namespace package such as `svg/charts/`, no `svg/__init__`, is imported from there, not from
+    the package directory pylint puts first), then its venv's site-packages read as files
+    (evaluation/bench_env.py)."""
+    key = ("path", str(repo_dir))
     if key not in cache:
         from ..trust import search_paths
-        cache[key] = search_paths(repo_dir)
+        roots = tuple(str(d) for d in (repo_dir, repo_dir / "src") if d.is_dir())
+        cache[key] = roots + search_paths(repo_dir)
     return cache[key]
-
-
-def _roots(repo_dir: Path) -> tuple[str, ...]:
-    """The repository's own import roots (its directory, and `src/` where it has one), as the
-    names monitor's module index has them: a namespace package (`svg/charts/`, no `svg/__init__`)
-    is imported from there, not from the package directory pylint puts first on its path."""
-    return tuple(str(d) for d in (repo_dir, repo_dir / "src") if d.is_dir())
 
 
 PRUNE_OVER_LINES = 1000   # modules longer than this are pruned around the scored function (prune.py)
@@ -141,7 +138,7 @@ def check(jobs: list[LintJob], *, workers: int = 2, per_job_timeout: float = 20.
                 text = prune(text, j.first_line, j.last_line)
             target = overlay(Path(j.repo_dir), j.path, text, Path(tmp) / f"j{i}", file_cache)
             specs.append({"i": i, "path": str(target), "first": j.first_line, "last": j.last_line,
-                          "site": list(_roots(Path(j.repo_dir)) + _site(Path(j.repo_dir), file_cache))})
+                          "paths": list(_judge_path(Path(j.repo_dir), file_cache))})
 
         def one(w: int, share: list[int]) -> None:
             job_file, out_file = Path(tmp) / f"w{w}.json", Path(tmp) / f"w{w}.out.jsonl"
@@ -247,14 +244,14 @@ def worker(job_file: str, out_file: str) -> None:
     _patch_no_member_range()
     args = ["--disable=all", f"--enable={','.join(CHECKS)}", "--score=n", "--persistent=n",
             "--rcfile=/dev/null", "--unsafe-load-any-extension=n"]
-    base, site = list(sys.path), []
+    base, extra = list(sys.path), []
     with open(out_file, "a", encoding="utf-8") as out:
         for spec in json.loads(Path(job_file).read_text()):
             _RANGE[:] = [spec["first"], spec["last"]]
-            if spec.get("site", []) != site:     # another repository: its roots and venv after our own path
+            if spec.get("paths", []) != extra:   # another repository: its roots and venv after our own path
                 import astroid
-                site = spec.get("site", [])
-                sys.path[:] = base + site
+                extra = spec.get("paths", [])
+                sys.path[:] = base + extra
                 astroid.MANAGER.clear_cache()
             t0 = time.perf_counter()
             buf = io.StringIO()
