@@ -34,6 +34,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import trust
 from .python_scope import module_names, opaque
 
 _EXTS = (".py", ".pyi", ".pyc")
@@ -142,10 +143,8 @@ def _site_dirs(python: Path | None) -> list[Path]:
         paths = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
         paths.update(p for p in sys.path if p.endswith("site-packages"))
         return [Path(p) for p in sorted(paths) if Path(p).is_dir()]
-    prefix = Path(python).parent.parent
-    found = [*prefix.glob("lib/python3*/site-packages"), *prefix.glob("lib64/python3*/site-packages"),
-             *prefix.glob("Lib/site-packages")]
-    return sorted({p.resolve() for p in found})       # a venv's lib64 links to its lib: one root
+    # another prefix (a venv): its site-packages by name, lib64 -> lib resolved to one root
+    return [Path(p) for p in trust.site_packages(Path(python).parent.parent)]
 
 
 class ModuleIndex:
