@@ -15,6 +15,7 @@ Test: tests/test_bench_e2e.py (tiny model, fixture repository).
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -122,6 +123,8 @@ def _trigger_summary(triggers: list) -> dict:
     recs = [t.to_json() if hasattr(t, "to_json") else dict(t) for t in triggers]
     return {"triggers": len(recs),
             "failed_open": sum(bool(r.get("failed_open")) for r in recs),
+            "failed_open_why": dict(Counter(f"{r.get('kind') or 'member'}: {r.get('reason') or 'unsaid'}"
+                                            for r in recs if r.get("failed_open"))),
             "cache_hits": sum(bool(r.get("cache_hit")) for r in recs),
             "analysis_ms": round(sum(float(r.get("analysis_ms") or 0) for r in recs), 1),
             "tool_calls": sum(r.get("receiver") in ("<COMP>", "<entropy>") for r in recs),
