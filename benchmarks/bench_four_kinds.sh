@@ -11,7 +11,8 @@
 #        LIMIT=60 per kind, ARMS="monitored monitored+names", MODEL=smollm2-135m, R=results dir,
 #        W=work dir outside the repository, DTYPE=gguf|int8|... (default: the loader's),
 #        OMP_NUM_THREADS to share the cores, ENV=0 to leave the repositories without their
-#        dependency environments)
+#        dependency environments, BATCH=1 for completions that do not depend on the task mix:
+#        each task alone in the engine, llama.cpp's cache emptied between tasks)
 # Builds the tasks once into ~/.cache/groundcode/bench/$RECIPE-four (groundcode bench build
 # --recipe $RECIPE --kinds name,call,import). Writes $R/summary.json, $R/paired_<b>_vs_<a>_<kind>.json
 # and the samples/results JSONL to $W (they quote package code: outside the repository).
@@ -41,7 +42,7 @@ KLIST=$(echo "$KINDS" | tr ' ' ',')
 for A in $ARMS; do
   # shellcheck disable=SC2046
   $GC bench run "$BENCH/tasks.jsonl" --kinds "$KLIST" --limit "$LIMIT" --config "$A" $(flags "$A") \
-    --max-new-tokens 96 --max-prompt-tokens 1024 --model "$MODEL" ${DTYPE:+--dtype "$DTYPE"} --out "$W/samples.jsonl"
+    --max-new-tokens 96 --max-prompt-tokens 1024 --model "$MODEL" ${DTYPE:+--dtype "$DTYPE"} ${BATCH:+--batch "$BATCH"} --out "$W/samples.jsonl"
 done
 $GC bench run "$BENCH/tasks.jsonl" --kinds "$KLIST" --limit "$LIMIT" --config reference --oracle --out "$W/samples.jsonl"
 $GC bench score "$BENCH/tasks.jsonl" "$W/samples.jsonl" --results "$W/results.jsonl" --summary "$R/summary.json" --whole-statements
@@ -56,6 +57,7 @@ out, recipe, model, limit, kinds = sys.argv[1:6]
 json.dump({"commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
            "recipe": recipe, "model": model, "limit_per_kind": int(limit), "kinds": kinds.split(),
            "load_avg_1m_at_end": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
-           "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "dtype": os.environ.get("DTYPE")},
+           "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "dtype": os.environ.get("DTYPE"),
+           "batch": os.environ.get("BATCH")},
           open(out, "w"), indent=2)
 PY

@@ -164,6 +164,41 @@ def test_module_index_resolves_the_workspace_the_standard_library_and_relative_i
     assert idx.resolve("made_later").kind == "found"
 
 
+def test_a_star_import_of_a_readable_module_gives_its_names(proj):
+    """`from .m import *` in a module: its exports are m's, read the same way (pyrser's
+    `type_system/tuple.py` star-imports `signature`: an invented name there was never judged);
+    a star import that cannot be followed (a module unknown, a `__getattr__`) still fails open."""
+    pkg = proj / "pkg"
+    (pkg / "base.py").write_text("class Signature:\n    pass\n_private = 1\nfrom .core import *\n")
+    (pkg / "starry.py").write_text("from pkg.base import *\nfrom . import core\nclass Tuple(list):\n    pass\n")
+    (pkg / "cycle_a.py").write_text("from .cycle_b import *\nA = 1\n")
+    (pkg / "cycle_b.py").write_text("from .cycle_a import *\nB = 1\n")
+    (pkg / "blind.py").write_text("from .lazy import *\nC = 1\n")
+    (pkg / "elsewhere.py").write_text("from not_installed_xyz import *\nD = 1\n")
+    (pkg / "both.py").write_text("from .base import *\nglobals()['E'] = 1\n")
+    idx = ModuleIndex(proj)
+    got = idx.exports(idx.resolve("pkg.starry"))
+    assert {"Tuple", "Signature", "Engine", "start", "core"} <= got and "TupleType" not in got
+    assert {"A", "B"} <= idx.exports(idx.resolve("pkg.cycle_a"))
+    for mod in ("pkg.blind", "pkg.elsewhere", "pkg.both"):
+        assert idx.exports(idx.resolve(mod)) is None, mod
+
+
+def test_a_module_file_that_only_reads_sys_modules_is_no_package(proj):
+    """`import a.m.x` where a/m.py is a module file: missing unless m writes sys.modules or
+    installs an importer (os.path, six.moves); configobj's validate.py only reads
+    `sys.modules.get('__main__')`, and `configobj.validate.config` was never judged."""
+    pkg = proj / "pkg"
+    (pkg / "reader.py").write_text("import sys\nm = sys.modules.get('__main__')\nme = sys.modules[__name__]\n")
+    (pkg / "writer.py").write_text("import sys\nsys.modules[__name__ + '.moves'] = object()\n")
+    (pkg / "hooker.py").write_text("import sys\nsys.meta_path.append(object())\n")
+    idx = ModuleIndex(proj)
+    assert idx.resolve("pkg.reader.config").kind == "missing"
+    assert idx.resolve("pkg.writer.moves").kind == "unknown"
+    assert idx.resolve("pkg.hooker.anything").kind == "unknown"
+    assert idx.resolve("os.path").kind == "unknown"
+
+
 def test_a_declared_dependency_that_is_not_installed_is_not_judged(proj):
     (proj / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["scikit-image>=0.2", "not-installed-dist[x]"]\n')
     (proj / "requirements-dev.txt").write_text("# tools\nanother_one==1.0\n")

@@ -35,9 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import trust
-from .python_scope import module_names, opaque
+from .python_scope import module_names, opaque, star_modules
 
 _EXTS = (".py", ".pyi", ".pyc")
+_STAR_DEPTH = 8        # star imports followed this deep (then: the exports are not told)
 _NATIVE = re.compile(r"\.(?:cpython|abi3|pypy)[^/]*\.(?:so|pyd)$|\.(?:so|pyd)$")
 _MAPPING = re.compile(r"MAPPING\s*(?::[^=]*)?=\s*\{([^}]*)\}")
 _REQ_NAME = re.compile(r"[ \t]*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -364,12 +365,13 @@ class ModuleIndex:
             return Resolved("found", where=init, package=cur)
         return Resolved("found", where=cur)
 
-    def exports(self, res: Resolved) -> frozenset | None:
+    def exports(self, res: Resolved, _seen: frozenset = frozenset()) -> frozenset | None:
         """The names `from <module> import name` may take: what the module's file (and a stub
         beside it) binds at module level (python_scope.module_names: imports, defs, classes,
-        assignments, conditional ones included) and a package's submodules; None where that
-        cannot be told (an extension module, a module with `__getattr__`, star imports, no
-        source)."""
+        assignments, conditional ones included), a package's submodules, and the public names
+        of the modules it star-imports, read the same way; None where that cannot be told (an
+        extension module, a module with `__getattr__` or `globals()`, a star import of such a
+        module or of one that does not resolve, no source)."""
         names: set[str] = set()
         if res.package is not None:
             names |= self.submodules(res.package)
@@ -386,8 +388,26 @@ class ModuleIndex:
             code = where.read_text(errors="replace")
         except OSError:
             return None
-        if opaque(code) or re.search(r"^def __getattr__\b", code, re.M):
+        why = opaque(code)
+        stars: list[str] = []
+        if why == "star import" and opaque(code, skip=("star import",)) is None:
+            stars = star_modules(code) or []
+            if not stars or len(_seen) >= _STAR_DEPTH:
+                return None
+        elif why:
             return None
+        if re.search(r"^def __getattr__\b", code, re.M):
+            return None
+        for module in stars:          # `from m import *`: m's names (a superset of what the
+            sub = self.resolve(module, where)         # star takes), read as this module is
+            if sub.kind != "found":
+                return None
+            if sub.where is not None and (sub.where in _seen or sub.where == where):
+                continue                              # an import cycle: its names are counted
+            got = self.exports(sub, _seen | {where})
+            if got is None:
+                return None
+            names |= got                   # `_x` too: an `__all__` may name it
         stub = where.with_suffix(".pyi")
         if where.suffix == ".py" and stub.is_file():      # a stub beside the module: both count
             try:
@@ -421,9 +441,16 @@ def _interpreter_module(name: str, file: str | None) -> frozenset | None:
         return None
 
 
+# a module that may make `itself.x` importable: it writes sys.modules (os: `sys.modules['os.path']
+# = path`; requests.packages) or installs an importer (six.moves); reading sys.modules
+# (`sys.modules.get('__main__')`, `sys.modules[__name__]`) makes nothing importable
+_REGISTERS = re.compile(r"sys\.modules\s*(?:\[[^\n]*\]\s*=(?!=)|\.\s*(?:setdefault|update|__setitem__)\s*\()"
+                        r"|sys\.(?:meta_path|path_hooks)\b")
+
+
 def _registers_modules(path: Path) -> bool:
     try:
-        return "sys.modules" in path.read_text(errors="replace")
+        return bool(_REGISTERS.search(path.read_text(errors="replace")))
     except OSError:
         return True
 
@@ -433,7 +460,7 @@ def _dynamic(init: Path) -> bool:
         code = init.read_text(errors="replace")
     except OSError:
         return True
-    return bool(re.search(r"sys\.modules\s*\[|^def __getattr__\b|__path__", code, re.M))
+    return bool(_REGISTERS.search(code) or re.search(r"^def __getattr__\b|__path__", code, re.M))
 
 
 _CACHE: dict[tuple, ModuleIndex] = {}

@@ -51,16 +51,29 @@ _HEADERS = {"elif": "if 1:\n pass\n", "else": "if 1:\n pass\n", "except": "try:\
             "finally": "try:\n pass\n"}
 
 
-def opaque(code: str) -> str | None:
+def opaque(code: str, skip: tuple[str, ...] = ()) -> str | None:
     """Why a name may exist that the text does not bind (star imports, `globals()`, exec,
-    writes into builtins), or None. Read on the code outside strings and comments."""
-    if not any(pattern.search(code) for pattern, _ in _OPAQUE):
+    writes into builtins), or None; reasons in `skip` are not looked for. Read on the code
+    outside strings and comments."""
+    patterns = [(p, why) for p, why in _OPAQUE if why not in skip]
+    if not any(pattern.search(code) for pattern, _ in patterns):
         return None                      # blanking strings and comments only removes matches
     plain = _code_only(code)
-    for pattern, why in _OPAQUE:
+    for pattern, why in patterns:
         if pattern.search(plain):
             return why
     return None
+
+
+def star_modules(code: str) -> list[str] | None:
+    """The modules `code` star-imports (`from .x import *` gives ".x"), in order; None where
+    Python's parser cannot read the code."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return ["." * n.level + (n.module or "") for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]
 
 
 def _code_only(code: str) -> str:
