@@ -225,3 +225,34 @@ def test_a_loop_inside_a_later_line_ends_the_row_at_its_whole_lines(tiny_lm):
         got = run(head + loop, [_HoldBack(n)])
         runs = [loop[:k] for k in range(len(loop)) if loop[:k].endswith("get_item_")]
         assert got in (whole, head) or any(got == head + r for r in runs), (n, got)
+
+
+def test_a_run_of_lines_that_ends_in_a_header_or_a_bracket_ends_the_row_before_them(tiny_lm):
+    """Issue 40's harm on the standing recipe (smollm2-135m, call cursors): the first copy of a
+    looping run of lines was kept whole though it ended in a block's header (`if not node[i]:`
+    with no body) or inside brackets its calls opened (`submit(\n    executor,\n    Request(\n
+    executor,\n`): a row that cannot compile. The row now ends before them; a run that ends in
+    whole code is kept as before."""
+    from groundcode.decoding.vocab import VocabIndex
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+
+    def cut(text):
+        g = RepetitionStop()
+        row = RowView(index=0, context=None, vocab=vocab)
+        g.reset(row)
+        for t in tiny_lm.tokenizer(text, add_special_tokens=False)["input_ids"]:
+            row.tokens.append(t)
+            row.text += vocab.texts[t]
+            g.advance(row, t)
+            s = g.stop(row)
+            if s is not None:
+                return row.text[: s.cut]
+        return None
+
+    head = "        x = 1\n"
+    header = "            y = 2\n        if y:\n"
+    assert cut(head + header * 3) == head + "            y = 2\n"
+    calls = "            a,\n            Call(\n"
+    assert cut(head + "        submit(\n" + calls * 3) == head
+    body = "        if y:\n            y = 2\n"
+    assert cut(head + body * 3) == head + body                     # whole code: one copy kept

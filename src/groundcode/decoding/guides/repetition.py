@@ -4,7 +4,9 @@ few lines, over and over) and would run to the token limit.
 The rule, on complete lines only (checked when a token holds a newline): the last `copies * p`
 non-blank lines are `copies` identical runs of `p` lines (1 <= p <= `max_period`), and the run
 holds code beyond bare punctuation/`pass`. The row stops with `Stop("repetition", cut)`, the
-text cut after the FIRST run — what was written once is kept, the echoes are dropped. Three
+text cut after the FIRST run — what was written once is kept, the echoes are dropped — or, where
+that run ends in a block's header or inside a bracket it opened, before them (`whole_line_cut`
+of the kept text: `if not node[i]:` with no body, `submit(\n    executor,\n    Request(\n`). Three
 copies by default: two identical consecutive lines are common in real code (`x += 1` twice,
 blank separators are ignored), three identical runs in a row rarely are.
 
@@ -269,7 +271,11 @@ class RepetitionStop(Guide):
     def advance(self, row: RowView, token: int) -> None:
         if self._cut is None:
             if self._newline[token]:
-                self._cut = tail_runs(row.text, self.copies, self.max_period)
+                runs = tail_runs(row.text, self.copies, self.max_period)
+                # the first run may end in a block's header or inside a bracket (the loop was
+                # `)`-less calls, or a body then its header): the row ends before them instead
+                whole = whole_line_cut(row.text[:runs[0]]) if runs else None
+                self._cut = runs if whole is None or whole >= runs[0] else (whole,) + runs
                 self._lines = _complete_lines(row.text, 3 * self.max_period + 1)
             else:
                 runs = line_runs(row.text)
