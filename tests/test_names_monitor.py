@@ -334,6 +334,26 @@ def test_an_open_import_list_is_judged_name_by_name(tiny_lm, names_repo):
     assert out.completion.startswith("    from pkg.core import (\n        Engine,\n        start,\n    )"), out
 
 
+def test_a_dotted_path_is_judged_at_its_dot(tiny_lm, names_repo):
+    # issue 40's harm (standing, smollm2): `pycrc36` redone as the module file `pyclbr`, then
+    # `from pyclbr.cabr.cabr_utils.cabr_utils…` looped and never reached `import`: the path is
+    # judged at each dot, so a module file never takes a dot and a missing package is redone
+    out = _complete(tiny_lm, names_repo, "from pkg.core.cabr.cabr.cabr.cabr.cabr\n", max_new=40)
+    recs = [t for t in out.triggers if t.kind == "import" and not t.failed_open]
+    assert recs and recs[0].rolled_back and recs[0].chosen == "core", (out.completion, recs)
+    assert "core.cabr" not in out.completion, out.completion
+    out = _complete(tiny_lm, names_repo, "from pkk.core.cabr.cabr.cabr\n", max_new=40)
+    recs = [t for t in out.triggers if t.kind == "import" and not t.failed_open]
+    assert recs and recs[0].rolled_back and recs[0].reason == "unknown module", (out.completion, recs)
+    assert "pkk." not in out.completion, out.completion
+    # a real path is left alone: a package takes its dot, and os.path (a module that registers
+    # its submodule) is never judged at its dot
+    for ok in ("from pkg.core import Engine\n", "import os.path\n"):
+        out = _complete(tiny_lm, names_repo, ok, max_new=20)
+        assert not [t for t in out.triggers if t.kind == "import" and not t.failed_open], (ok, out.triggers)
+        assert out.completion.startswith("    " + ok.rstrip("\n")), out.completion
+
+
 def test_a_word_after_a_from_imports_module_is_import(tiny_lm, names_repo):
     # qwen on the held-out recipe: `from pyfunceble…` redone to the installed module `py`, then
     # the rest of its word: `from py funceble import ConverterBase` (the word was never judged)

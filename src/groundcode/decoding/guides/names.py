@@ -61,6 +61,8 @@ _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)\b")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from|import)\b")
 _FROM_WORD = re.compile(r"[ \t]*from[ \t]+(?:\.*[\w.]*\w|\.+)[ \t]+(\w+)(?=\W)")  # the word after `from m`
 _OPEN_FROM = re.compile(r"[ \t]*from[ \t]+(?:\.*[\w.]*\w|\.+)[ \t]+import[ \t]*\(")   # `from m import (`
+_OPEN_PATH = re.compile(r"[ \t]*(from|import)[ \t]+(\.*(?:\w+\.)*\w+)\.\w*")   # `from a.b.c`: a.b
+_PROBE = "groundcode_probe"        # a module name that follows the dot being judged (never shown)
 
 
 class NamesMonitor(Guide):
@@ -101,6 +103,7 @@ class NamesMonitor(Guide):
         self.opened = None                 # a generated star import / globals(): why
         self.redone: frozenset = frozenset()   # offsets of names redone under the mask
         self.seen: frozenset = frozenset()     # offsets of imports judged while their list was open
+        self.fine: frozenset = frozenset()     # (line, dotted path) judged fine while written
         self.rollbacks = 0
 
     # -- checkpoints (the engine's) -----------------------------------------------------------
@@ -185,8 +188,35 @@ class NamesMonitor(Guide):
             if proposal is not None:
                 return proposal
         if self.state == WAIT and self.check_imports:
-            return self._check_open_list(row, full)
+            return self._check_open_list(row, full) or self._check_open_path(row, full)
         return None
+
+    def _check_open_path(self, row: RowView, full: str) -> Rollback | None:
+        """`from a.b.` (or `import a.b.c`) being written: the path before its last dot is judged
+        now, not when the statement ends (a row that loops in a dotted path never ends it:
+        `pycrc36` redone as `pyclbr`, then `pyclbr.cabr.cabr_utils.cabr_utils…`). A part that
+        does not exist is redone; a module file (no package) is redone as itself with no dot
+        after it. A path found fine is not looked up again on the line."""
+        tail = full[self.line_at:]
+        m = _OPEN_PATH.fullmatch(tail)
+        if m is None or (self.line_at, m.group(2)) in self.fine:
+            return None
+        index = module_index(self.ctx.repo, self.ctx.python if self.ctx.trust else None)
+        path = m.group(2)
+        res = index.resolve(path, self.ctx.path)
+        if res.kind == "found":                       # a module file: may anything follow its dot?
+            if res.package is not None or index.resolve(f"{path}.{_PROBE}", self.ctx.path).kind != "missing":
+                self.fine = self.fine | {(self.line_at, path)}
+                return None
+            path = f"{path}.{_PROBE}"
+        elif res.kind != "missing":
+            self.fine = self.fine | {(self.line_at, path)}
+            return None
+        line = tail[:m.start(2)] + path + (" import _" if m.group(1) == "from" else "")
+        uses = line_uses(line)
+        if not uses.ok or not uses.imports:
+            return None
+        return self._check_imports(row, uses, self.line_at, len(self.prefix))
 
     def _check_open_list(self, row: RowView, full: str) -> Rollback | None:
         """`from m import (` with its list still open: the module and each name a comma ended
