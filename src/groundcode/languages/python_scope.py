@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import parso
 
-from ..pycode import lex
+from ..pycode import indent_width, lex
 
 IMPLICIT = frozenset(dir(builtins)) | frozenset({
     "__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
@@ -463,3 +463,18 @@ def visible_names(before: str, after: str) -> frozenset:
     end = _block_end(after, ind)
     region = before[start:] + "\n" + after[:end]
     return module_names(before[:start] + "\n" + after[end:]) | file_names(region)
+
+
+def guarded_import(code: str, at: int) -> bool:
+    """Is the import at `at` inside a `try:` block or its `except` clause, or under an `if` or
+    `else` (an import that may fail on purpose, a fallback for one, one for another version)?"""
+    line_start = code.rfind("\n", 0, at) + 1
+    ind = indent_width(code[line_start:at])
+    for line in reversed(code[:line_start].splitlines()):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        w = indent_width(line)
+        if w < ind:       # in a try block or its handler, or under an if/else (a version test)
+            head = re.sub(r"\s+#.*$", "", line.strip())
+            return head.endswith(":") and re.match(r"(try|except|if|elif|else)\b", head) is not None
+    return False

@@ -48,7 +48,7 @@ import numpy as np
 from ...analysis.base import NamesQuery
 from ...analysis.wait import PatientWait
 from ...languages.python_modules import module_index
-from ...languages.python_scope import EXPRESSION_WORDS, IMPLICIT, line_uses, opaque, visible_names
+from ...languages.python_scope import EXPRESSION_WORDS, IMPLICIT, guarded_import, line_uses, opaque, visible_names
 from ...pycode import Lexer, indent_width
 from .base import Guide, Rollback, RowView, TriggerRecord
 from .narrowing import Narrowing, is_dunder
@@ -427,8 +427,8 @@ class NamesMonitor(Guide):
     def _guarded(self, row: RowView, at: int) -> bool:
         before = self.ctx.before
         if before.endswith(self.prefix):          # the prefix is the tail of the file before
-            return _guarded(before + row.text, len(before) - len(self.prefix) + at)
-        return _guarded(self.prefix + row.text, at)
+            return guarded_import(before + row.text, len(before) - len(self.prefix) + at)
+        return guarded_import(self.prefix + row.text, at)
 
     def _missing_part(self, index, use, res):
         """The (part, offset) of the module path to redo, the names that could stand there, and
@@ -482,21 +482,6 @@ class NamesMonitor(Guide):
             return None
         row.triggers.append(rec)
         return Rollback(k, why, (frozenset(names), rec, owed, at if key is None else key, how))
-
-
-def _guarded(code: str, at: int) -> bool:
-    """Is the import at `at` inside a `try:` block or its `except` clause, or under an `if` or
-    `else` (an import that may fail on purpose, a fallback for one, one for another version)?"""
-    line_start = code.rfind("\n", 0, at) + 1
-    ind = indent_width(code[line_start:at])
-    for line in reversed(code[:line_start].splitlines()):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        w = indent_width(line)
-        if w < ind:       # in a try block or its handler, or under an if/else (a version test)
-            head = re.sub(r"\s+#.*$", "", line.strip())
-            return head.endswith(":") and re.match(r"(try|except|if|elif|else)\b", head) is not None
-    return False
 
 
 def _token_start(row: RowView, offset: int) -> int:
