@@ -26,6 +26,18 @@ def test_real_code_is_not_a_loop():
     assert repeated_tail("a = 1\nb = 2\na = 1\nb = 3\na = 1\nb = 2\n") is None
 
 
+def _feed(g, row, tokenizer, text):
+    """Feed `text` token by token to guide `g` as the engine does; its first stop, or None."""
+    for t in tokenizer(text, add_special_tokens=False)["input_ids"]:
+        row.tokens.append(t)
+        row.text += row.vocab.texts[t]
+        g.advance(row, t)
+        s = g.stop(row)
+        if s is not None:
+            return s
+    return None
+
+
 def test_guide_stops_with_a_cut_and_rewinds(tiny_lm):
     from groundcode.decoding.vocab import VocabIndex
     vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
@@ -34,15 +46,7 @@ def test_guide_stops_with_a_cut_and_rewinds(tiny_lm):
     g.reset(row)
     before = g.snapshot()
     text = "        return 1\n" + "        y = y + 1\n" * 4
-    stopped_at = None
-    for t in tiny_lm.tokenizer(text, add_special_tokens=False)["input_ids"]:
-        row.tokens.append(t)
-        row.text += vocab.texts[t]
-        g.advance(row, t)
-        s = g.stop(row)
-        if s is not None:
-            stopped_at = s
-            break
+    stopped_at = _feed(g, row, tiny_lm.tokenizer, text)
     assert stopped_at is not None and stopped_at.reason == "repetition"
     assert row.text[: stopped_at.cut] == "        return 1\n        y = y + 1\n"
     assert row.text.count("\n") == 4            # stopped as soon as the third copy was complete
@@ -240,14 +244,8 @@ def test_a_run_of_lines_that_ends_in_a_header_or_a_bracket_ends_the_row_before_t
         g = RepetitionStop()
         row = RowView(index=0, context=None, vocab=vocab)
         g.reset(row)
-        for t in tiny_lm.tokenizer(text, add_special_tokens=False)["input_ids"]:
-            row.tokens.append(t)
-            row.text += vocab.texts[t]
-            g.advance(row, t)
-            s = g.stop(row)
-            if s is not None:
-                return row.text[: s.cut]
-        return None
+        s = _feed(g, row, tiny_lm.tokenizer, text)
+        return row.text[: s.cut] if s is not None else None
 
     head = "        x = 1\n"
     header = "            y = 2\n        if y:\n"

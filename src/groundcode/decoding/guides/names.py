@@ -201,7 +201,7 @@ class NamesMonitor(Guide):
         m = _OPEN_PATH.fullmatch(tail)
         if m is None or (self.line_at, m.group(2)) in self.fine:
             return None
-        index = module_index(self.ctx.repo, self.ctx.python if self.ctx.trust else None)
+        index = self._index()
         path = m.group(2)
         res = index.resolve(path, self.ctx.path)
         if res.kind == "found":                       # a module file: may anything follow its dot?
@@ -217,6 +217,10 @@ class NamesMonitor(Guide):
         if not uses.ok or not uses.imports:
             return None
         return self._check_imports(row, uses, self.line_at, len(self.prefix))
+
+    def _index(self):
+        """The module index imports are judged by (the trusted root's interpreter, else ours)."""
+        return module_index(self.ctx.repo, self.ctx.python if self.ctx.trust else None)
 
     def _check_open_list(self, row: RowView, full: str) -> Rollback | None:
         """`from m import (` with its list still open: the module and each name a comma ended
@@ -360,7 +364,7 @@ class NamesMonitor(Guide):
             if a + use.offset < gen_from:
                 continue
             if index is None:
-                index = module_index(self.ctx.repo, self.ctx.python if self.ctx.trust else None)
+                index = self._index()
             res = index.resolve(use.module, self.ctx.path)
             key = (a + use.offset, use.module)
             if key in self.seen:
