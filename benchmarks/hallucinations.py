@@ -3,7 +3,9 @@ completion reads a name, imports a module or name, or uses a member that does no
 judged by pylint (undefined-variable; import-error and no-name-in-module; no-member), never by
 the monitor that was asked — counting only what the task's reference does not have (the
 reference's own messages, e.g. an import of a dependency the lint environment lacks, are
-subtracted by the name they quote). Paired bootstrap 95% interval of B − A over tasks.
+subtracted by the name they quote), and never a name the token budget cut in two (the row's
+`cut_name`, written by the scorer: a message on the last line of a length- or deadline-cut
+completion about the identifier it ends in). Paired bootstrap 95% interval of B − A over tasks.
 
     python3 benchmarks/hallucinations.py RESULTS.jsonl --a monitored --b monitored+names \
         [--reference reference] [--out benchmarks/results/.../hallucinations.json]
@@ -42,6 +44,19 @@ def _marks(messages: list[str]) -> dict[str, set]:
     return out
 
 
+def _judged(row: dict) -> list[str]:
+    """The first sample's lint messages without those about the name a budget cut
+    (scoring.judged_messages; rows scored before the scorer wrote `cut_name` keep every one)."""
+    messages = row["lint"][0]
+    cut = (row.get("cut_name") or [None])[0]
+    if not cut:
+        return messages
+    line, name = cut
+    return [m for m in messages if not (m.startswith(f"{line}: ") and m.split(": ", 2)[1:2] and
+                                         m.split(": ", 2)[1] in ("undefined-variable", "no-member")
+                                         and f"'{name}'" in m)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path)
@@ -65,8 +80,8 @@ def main() -> None:
             va, vb = [], []
             for t in ids:
                 base = _marks(ref[t]["lint"][0])[hk] if t in ref else set()
-                va.append(float(bool(_marks(by[args.a][t]["lint"][0])[hk] - base)))
-                vb.append(float(bool(_marks(by[args.b][t]["lint"][0])[hk] - base)))
+                va.append(float(bool(_marks(_judged(by[args.a][t]))[hk] - base)))
+                vb.append(float(bool(_marks(_judged(by[args.b][t]))[hk] - base)))
             if not ids:
                 continue
             d = [b - a for a, b in zip(va, vb)]

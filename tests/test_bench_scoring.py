@@ -89,3 +89,31 @@ def test_a_body_the_budget_cut_short_is_kept_up_to_its_last_whole_statement():
     # a cursor inside a line: its first logical line starts before the completion
     assert w(DEREF, TEXT, "x\n        y = (", "    def f(self):\n        \"\"\"Doc.\"\"\"\n        return self.") \
         == "x\n"
+
+
+def test_a_name_the_budget_cut_in_two_is_not_judged_a_hallucination():
+    """cut_name / judged_messages: a length- or deadline-cut completion that ends right after an
+    identifier (`num_bytes_` of `num_bytes_read`) may have been cut inside it; pylint's
+    undefined-variable or no-member about that name on that line is not counted (the standing
+    call cursors' three 'undefined names' of session 35 were such cuts). A name the model ended,
+    a row it ended itself, or the same name on another line still counts."""
+    body = "        y = num_bytes_\n"
+    comp = "        y = num_bytes_"
+    cut = scoring.cut_name(FUNC, TEXT, comp, body, "length")
+    assert cut == [4, "num_bytes_"]                 # the body's last line in the spliced file
+    msgs = ["4: undefined-variable: Undefined variable 'num_bytes_'",
+            "3: undefined-variable: Undefined variable 'num_bytes_'",
+            "4: undefined-variable: Undefined variable 'y2'",
+            "4: no-name-in-module: No name 'num_bytes_' in module 'x'"]
+    assert scoring.judged_messages(msgs, cut) == msgs[1:]
+    assert scoring.cut_name(FUNC, TEXT, comp, body, "deadline") == cut
+    assert scoring.cut_name(FUNC, TEXT, comp, body, "stop") is None         # the model ended it
+    assert scoring.cut_name(FUNC, TEXT, comp + "\n", body, "length") is None   # ended by a newline
+    assert scoring.cut_name(FUNC, TEXT, "        y = f(", "        y = f(\n", "length") is None
+    # the completion went past the function's end: the cut was not at the body's last text
+    assert scoring.cut_name(FUNC, TEXT, comp + "\n    def g(self):\n        retu", body, "length") is None
+    # a member the cut ends in: the no-member message about it is dropped too
+    mcut = scoring.cut_name(DEREF, TEXT, "x.upd", "x.upd\n", "length")
+    assert mcut == [4, "upd"]
+    assert scoring.judged_messages(["4: no-member: Instance of 'A' has no 'upd' member"], mcut) == []
+    assert scoring.judged_messages(msgs, None) == msgs

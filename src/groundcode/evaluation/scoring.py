@@ -13,6 +13,7 @@ Test: tests/test_bench_e2e.py.
 from __future__ import annotations
 
 import json
+import re
 import resource
 import textwrap
 import time
@@ -47,6 +48,34 @@ def trim_completion(task: dict, completion: str, prefix: str = "") -> str:
 
 
 CUT_SHORT = ("length", "deadline")   # the text ended at a budget, not where the model ended it
+_TAIL = re.compile(r"[A-Za-z_]\w*$")
+_CUT_SYMBOLS = ("undefined-variable", "no-member")
+
+
+def cut_name(task: dict, text: str, completion: str, body: str, finish_reason: str | None) -> list | None:
+    """[line, name] of a name a budget cut may have cut in two: the completion ended (length or
+    deadline) right after an identifier that is its body's last text (`num_bytes_` of
+    `num_bytes_read`). The hallucination judge does not count a name or member message on that
+    line for that name (`judged_messages`): the model did not end it, so whether it exists is
+    unknown. None when the body ended anywhere else."""
+    end = body.rstrip()
+    if finish_reason not in CUT_SHORT or not end or completion.rstrip() != end or completion != completion.rstrip():
+        return None
+    m = _TAIL.search(end)
+    if m is None:
+        return None
+    before, _ = split_at_task(task, text)
+    return [(before + end).count("\n") + 1, m.group(0)]
+
+
+def judged_messages(messages: list[str], cut: list | None) -> list[str]:
+    """`messages` without those about a name the budget cut (`cut_name`): the hallucination
+    judge's view of a sample's lint."""
+    if not cut:
+        return messages
+    line, name = cut
+    return [m for m in messages if not (m.startswith(f"{line}: ") and m.split(": ", 2)[1:2] and
+                                         m.split(": ", 2)[1] in _CUT_SYMBOLS and f"'{name}'" in m)]
 
 
 def _logical_line_ends(prefix: str, body: str) -> list[int]:
@@ -135,7 +164,9 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
         prefix = context_for(task).lex_prefix
         bodies = [trim_completion(task, s["completion"], prefix) for s in rec["samples"]]
         row = {"task_id": task["task_id"], "config": rec["config"], "kind": task["kind"], "repo": task["repo"],
-               "metrics": {}, "completions": bodies, "lint": []}
+               "metrics": {}, "completions": bodies, "lint": [],
+               "cut_name": [cut_name(task, texts[key], s["completion"], b, s.get("finish_reason"))
+                            for b, s in zip(bodies, rec["samples"])]}
         ref = task["reference"]
         for name, fn in TEXT_METRICS.items():
             row["metrics"][name] = [fn(ref, b) for b in bodies]
@@ -195,8 +226,11 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
         rows[ri]["metrics"]["success"][j] = float(res.success)
         if whole and rows[ri]["whole"][j] == rows[ri]["completions"][j]:
             rows[ri]["metrics"]["success_whole"][j] = float(res.success)
-        for m, n in (("undefined_name", res.undefined_variable), ("import_error", res.import_error),
-                     ("no_member", res.no_member), ("call_error", res.call_error)):
+        cut = rows[ri]["cut_name"][j]
+        dropped = [m.split(": ", 2)[1] for m in res.messages if m not in judged_messages(res.messages, cut)]
+        for m, n in (("undefined_name", res.undefined_variable - dropped.count("undefined-variable")),
+                     ("import_error", res.import_error),
+                     ("no_member", res.no_member - dropped.count("no-member")), ("call_error", res.call_error)):
             rows[ri]["metrics"][m][j] = float(n > 0)
         rows[ri]["lint"][j] = res.messages + (["pylint crashed"] if res.crashed else [])
         if res.crashed:      # no verdict: counted as a failure, and reported apart
