@@ -5,7 +5,9 @@ the monitor that was asked — counting only what the task's reference does not 
 reference's own messages, e.g. an import of a dependency the lint environment lacks, are
 subtracted by the name they quote), and never a name the token budget cut in two (the row's
 `cut_name`, written by the scorer: a message on the last line of a length- or deadline-cut
-completion about the identifier it ends in). Paired bootstrap 95% interval of B − A over tasks.
+completion about the identifier it ends in), nor an import pylint could not resolve that resolves
+when the scorer runs it in the sandbox (the row's `import_ok`, evaluation/import_check.py:
+typing_extensions' `Optional`). Paired bootstrap 95% interval of B − A over tasks.
 
     python3 benchmarks/hallucinations.py RESULTS.jsonl --a monitored --b monitored+names \
         [--reference reference] [--out benchmarks/results/.../hallucinations.json]
@@ -47,7 +49,8 @@ def _marks(messages: list[str]) -> dict[str, set]:
 def _judged(row: dict) -> list[str]:
     """The first sample's lint messages without those about the name a budget cut
     (scoring.judged_messages; rows scored before the scorer wrote `cut_name` keep every one)."""
-    messages = row["lint"][0]
+    ok = set((row.get("import_ok") or [[]])[0])     # unresolved for pylint, resolved when run
+    messages = [m for m in row["lint"][0] if m not in ok]
     cut = (row.get("cut_name") or [None])[0]
     if not cut:
         return messages

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from ..pycode import block_end
+from . import import_check
 from . import metrics as M
 from .harness import context_for, split_at_task, task_file_text
 from ..jsonl import read_jsonl, write_jsonl
@@ -68,14 +69,16 @@ def cut_name(task: dict, text: str, completion: str, body: str, finish_reason: s
     return [(before + end).count("\n") + 1, m.group(0)]
 
 
-def judged_messages(messages: list[str], cut: list | None) -> list[str]:
-    """`messages` without those about a name the budget cut (`cut_name`): the hallucination
-    judge's view of a sample's lint."""
+def judged_messages(messages: list[str], cut: list | None, import_ok=()) -> list[str]:
+    """`messages` without those about a name the budget cut (`cut_name`) and the unresolved
+    imports that resolved when run (`import_ok`, import_check.py): the hallucination judge's view
+    of a sample's lint."""
+    out = [m for m in messages if m not in import_ok]
     if not cut:
-        return messages
+        return out
     line, name = cut
-    return [m for m in messages if not (m.startswith(f"{line}: ") and m.split(": ", 2)[1:2] and
-                                         m.split(": ", 2)[1] in _CUT_SYMBOLS and f"'{name}'" in m)]
+    return [m for m in out if not (m.startswith(f"{line}: ") and m.split(": ", 2)[1:2] and
+                                    m.split(": ", 2)[1] in _CUT_SYMBOLS and f"'{name}'" in m)]
 
 
 def _logical_line_ends(prefix: str, body: str) -> list[int]:
@@ -218,6 +221,13 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
             row["metrics"][m] = [0.0] * len(row["completions"])
         row["lint"] = [[] if b.strip() else ["empty completion"] for b in row["completions"]]
     crashed = 0
+    # pylint's unresolved imports that resolve when run (import_check.py: in the sandbox, in the
+    # repository's environment) are not hallucinations: names a module makes at import time
+    sample_at = [(ri, j, res) for (ri, j), res in zip(where, lint_results) if not isinstance(j, tuple)]
+    confirmed = import_check.confirmed_messages(
+        [(Path(tasks[rows[ri]["task_id"]]["repo_dir"]), res.messages) for ri, _, res in sample_at])
+    for (ri, j, _), ok in zip(sample_at, confirmed):
+        rows[ri].setdefault("import_ok", [[] for _ in rows[ri]["completions"]])[j] = sorted(ok)
     for (ri, j), res in zip(where, lint_results):
         if isinstance(j, tuple):             # a cut-back body's verdict: success_whole only
             rows[ri]["metrics"]["success_whole"][j[1]] = float(res.success)
@@ -226,10 +236,11 @@ def score(tasks: dict[str, dict], sample_records: list[dict], out: Path, *, work
         rows[ri]["metrics"]["success"][j] = float(res.success)
         if whole and rows[ri]["whole"][j] == rows[ri]["completions"][j]:
             rows[ri]["metrics"]["success_whole"][j] = float(res.success)
-        cut = rows[ri]["cut_name"][j]
-        dropped = [m.split(": ", 2)[1] for m in res.messages if m not in judged_messages(res.messages, cut)]
+        kept = judged_messages(res.messages, rows[ri]["cut_name"][j], rows[ri].get("import_ok", [[]] * (j + 1))[j])
+        dropped = [m.split(": ", 2)[1] for m in res.messages if m not in kept]
         for m, n in (("undefined_name", res.undefined_variable - dropped.count("undefined-variable")),
-                     ("import_error", res.import_error),
+                     ("import_error", res.import_error - dropped.count("import-error")
+                      - dropped.count("no-name-in-module")),
                      ("no_member", res.no_member - dropped.count("no-member")), ("call_error", res.call_error)):
             rows[ri]["metrics"][m][j] = float(n > 0)
         rows[ri]["lint"][j] = res.messages + (["pylint crashed"] if res.crashed else [])
