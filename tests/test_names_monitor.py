@@ -470,3 +470,48 @@ def test_open_scopes_read_through_multi_line_strings_in_brackets():
     before = ('CHANGES = [\n    ("1.0",\n     """\n     text (with [brackets\n     """),\n]\n'
               "class Model:\n    def update(self, a=1,\n               b=2):\n        x = 1\n")
     assert [(i, k) for i, k, _ in _open_scopes(before)] == [(0, "class"), (4, "def")]
+
+
+def test_a_token_its_mask_did_not_allow_fails_the_redo_open(tiny_lm, names_repo):
+    """A name being redone is constrained only while the names monitor's mask holds: a guide of
+    more authority (the call monitor's keyword names) can leave nothing in common with it, and
+    masking.combine then drops it for that step. The token that came is not one of the names in
+    scope, so the redo is recorded failed open ("mask dropped"), never taken as a name the mask
+    chose (standing, session 35: `allowed`, a parameter of another method, came through)."""
+    from groundcode.decoding.guides.base import RowView, as_rollback
+    from groundcode.decoding.guides.names import NARROW, WAIT, NamesMonitor
+    from groundcode.decoding.vocab import VocabIndex
+    vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
+    ctx = cursor_context(names_repo / "app.py", 9, 0, names_repo)
+
+    def rolled_back_row():
+        g, row = NamesMonitor(), RowView(0, ctx, vocab)
+        g.reset(row)
+        for t in tiny_lm.tokenizer.encode("    total = totl + 1\n", add_special_tokens=False):
+            row.tokens.append(t)
+            row.text += vocab.texts[t]
+            row.ends.append(len(row.text))
+            p = as_rollback(g.advance(row, t))
+            if p is not None:
+                del row.tokens[p.length:], row.ends[p.length:]
+                row.text = row.text[:row.ends[-1]] if row.ends else ""
+                g.rolled_back(row, p)
+                return g, row
+        raise AssertionError("totl was not judged missing")
+
+    def step(g, row, t):
+        row.tokens.append(t)
+        row.text += vocab.texts[t]
+        row.ends.append(len(row.text))
+        g.advance(row, t)
+
+    g, row = rolled_back_row()
+    assert g.state == NARROW and g.record.chosen == "totl"
+    allowed = set(g.mask(row).tolist())
+    bad = next(i for i, s in enumerate(vocab.texts) if s.strip().isidentifier() and i not in allowed)
+    step(g, row, bad)
+    assert g.state == WAIT and g.record.failed_open and g.record.reason == "mask dropped", g.record
+    # the mask obeyed: the redo goes on, nothing failed open
+    g, row = rolled_back_row()
+    step(g, row, next(iter(sorted(allowed))))
+    assert not g.record.failed_open, g.record

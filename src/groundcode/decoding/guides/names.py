@@ -19,7 +19,8 @@ States (one row):
     NARROW   (entered in `rolled_back`, once the engine took the cut) the name is redone under
              the mask of the names that exist there (`Narrowing`; dunders allowed, never steered
              to); back to WAIT when it is complete. A name is redone once (no second chance),
-             and a row rolls back at most `max_rollbacks` times.
+             and a row rolls back at most `max_rollbacks` times. A token the mask did not allow
+             (a guide of more authority masked that step: masking.combine) fails it open.
 
 Positions that bind are free (assignment, `for`/`with`/`except`/`as` targets, parameters, `def`
 and `class` names, `global`, keyword-argument names); a name after a dot belongs to the
@@ -174,7 +175,9 @@ class NamesMonitor(Guide):
         if self.state == NARROW:
             t = row.vocab.texts[token] if token < len(row.vocab.texts) else ""
             n = self.narrow
-            if n.feed(t) is not None or (not t and not n.need):
+            if t and not n.accepts(t):     # its mask was dropped (masking.combine): not judged
+                self.record.failed_open, self.record.reason, self.state, self.narrow = True, "mask dropped", WAIT, None
+            elif n.feed(t) is not None or (not t and not n.need):
                 self.record.chosen = n.typed
                 self.state, self.narrow = WAIT, None
         full = self.prefix + row.text
