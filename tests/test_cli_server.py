@@ -187,7 +187,7 @@ def test_discovery_files_are_private_and_a_dir_open_to_others_is_not_used(tmp_pa
 
 def test_complete_finds_its_server_by_file_and_answers_as_it_does_alone(tmp_path, shop_repo, runtime, monkeypatch):
     """Through a discovered `serve` (which requires an API key the CLI does not have: the
-    file's token authenticates) and alone, the same completion at 10 cursors (6 of them in a
+    file's token authenticates) and alone, the same completion at 6 cursors (4 of them in a
     2,100-line file), the prompt capped by the same --max-prompt-tokens; the file goes at
     shutdown."""
     ws = tmp_path / "shop"
@@ -204,10 +204,10 @@ def test_complete_finds_its_server_by_file_and_answers_as_it_does_alone(tmp_path
         files = list(runtime.glob("groundcode/server-*.json"))
         assert len(files) == 1 and os.stat(files[0]).st_mode & 0o777 == 0o600
         monkeypatch.setenv("GROUNDCODE_API_KEY", "not-the-server-key")
-        cursors = [f"{cart}:11:13", f"{cart}:12:15", f"{cart}:16:15", f"{cart}:6:13", f"{long}:{n_long}:16",
-                   *(f"{long}:{4 + 7 * i + 4}:11" for i in (10, 100, 200, 299)),    # `    return |`
-                   f"{long}:{4 + 7 * 150 + 2}:8"]                                   # `    for |`
-        assert len(cursors) == 10 and n_long > 2000
+        cursors = [f"{cart}:11:13", f"{cart}:16:15", f"{long}:{n_long}:16",
+                   *(f"{long}:{4 + 7 * i + 4}:11" for i in (10, 299)),    # `    return |`
+                   f"{long}:{4 + 7 * 150 + 2}:8"]                         # `    for |`
+        assert len(cursors) == 6 and n_long > 2000
         written = []
         for cur in cursors:
             args = ["complete", cur, "--model", "tiny", "--json", "-n", "12", "--max-prompt-tokens", "256"]
@@ -221,7 +221,7 @@ def test_complete_finds_its_server_by_file_and_answers_as_it_does_alone(tmp_path
             assert via["completion"] == alone["completion"], (cur, via, alone)
             assert via["prompt_tokens"] == alone["prompt_tokens"] <= 256 + 16, (cur, via, alone)
             written.append(via["completion"])
-        assert sum(bool(c.strip()) for c in written) >= 8, written      # not ten empty answers
+        assert sum(bool(c.strip()) for c in written) >= 5, written      # not six empty answers
     finally:
         stop(proc)
     assert list(runtime.glob("groundcode/server-*.json")) == []
