@@ -70,6 +70,8 @@ def test_visible_names_leave_out_other_functions_locals():
     names = visible_names(before, after)
     assert {"os", "G", "other", "C", "self", "arg", "v", "w", "below"} <= names
     assert not {"loc", "p", "K", "zz"} & names
+    assert "m" not in names      # a method's own name is its class's attribute, not a name in its body
+    assert "m" in visible_names(before + "        m = 2\n", after)      # ... unless the body binds it
 
 
 _MODULE_FORMS = '''\

@@ -452,7 +452,9 @@ def visible_names(before: str, after: str) -> frozenset:
     module binds (parso, on the file outside the outermost function around the cursor) and every
     identifier of that function (its parameters, its locals, its closures' and nested scopes'),
     or of the class body the cursor is in. Names local to *other* functions are not visible —
-    the hallucination a whole-file superset lets through (a local of the function next door)."""
+    the hallucination a whole-file superset lets through (a local of the function next door) —
+    and neither is a method's own name (a class attribute: sitetree's `response_add` read bare
+    inside `def response_add`)."""
     scopes = _open_scopes(before)
     outer = next((s for s in scopes if s[1] == "def"), None)
     if outer is None and scopes:
@@ -462,7 +464,12 @@ def visible_names(before: str, after: str) -> frozenset:
     ind, _, start = outer
     end = _block_end(after, ind)
     region = before[start:] + "\n" + after[:end]
+    if outer is not scopes[0] and scopes[0][1] == "class":   # a method's own name is the class's,
+        region = _METHOD_NAME.sub(r"\1_", region, count=1)  # not a name its body can read
     return module_names(before[:start] + "\n" + after[end:]) | file_names(region)
+
+
+_METHOD_NAME = re.compile(r"^([ \t]*(?:async[ \t]+)?def[ \t]+)\w+")
 
 
 def guarded_import(code: str, at: int) -> bool:
