@@ -287,6 +287,35 @@ def test_disjoint_masks_keep_the_earlier_guides_and_never_blank_the_step(tiny_lm
     assert set(out.tokens) <= {11, 12}
 
 
+class _Ban(Guide):
+    """Refuses (by `check`) the tokens of `banned`: resample among every other token."""
+    stateless = True
+
+    def __init__(self, banned, size):
+        self.banned, self.size = set(banned), size
+
+    def check(self, row, token):
+        if token not in self.banned:
+            return None
+        return np.array([i for i in range(self.size) if i not in self.banned])
+
+
+def test_a_resampled_token_is_verified_by_every_guide_again(tiny_lm):
+    # A refusal resamples under its mask; the resample is still every guide's to check (the
+    # call monitor never saw `()` after the dereference monitor resampled `stream.read`: a
+    # required parameter went unbound). Greedy: the top token is banned by the first guide, the
+    # next best by the second: neither may be written.
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "def f(x):\n    return x")
+    s = SamplingConfig(max_new_tokens=1)
+    size = eng.vocab.size
+    top = eng.generate([RowSpec(prompt, guides=[])], s)[0].tokens[0]
+    second = eng.generate([RowSpec(prompt, guides=[_Ban({top}, size)])], s)[0].tokens[0]
+    assert second != top
+    out = eng.generate([RowSpec(prompt, guides=[_Ban({top}, size), _Ban({second}, size)])], s)[0]
+    assert out.tokens[0] not in (top, second), (top, second, out.tokens)
+
+
 class _Refuser(Guide):
     """Refuses (by `check`) every token; records what it was asked to check."""
     stateless = True     # a test double: what it records or latches survives cuts

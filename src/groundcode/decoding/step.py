@@ -167,15 +167,23 @@ class RowStep:
         self._final(r, events)
 
     def _verify(self, r, tok: int, logits) -> int:
-        """The sample, verified: a refusal is resampled under (the step's mask ∩ the refusal)."""
-        m = self.refusal(r, tok, r.allowed)
-        if m is None:
-            return tok
-        keep_only(logits, m)
-        r.constrained += 1
+        """The sample, verified: a refusal is resampled under (the step's mask ∩ the refusal),
+        and the resample is verified again under what the refusals left — the dereference
+        monitor's member is still the call monitor's to check (`stream.read` resampled as
+        `read` + `()` with a required parameter unbound was never asked); at most one resample
+        per guide, then the last stands."""
+        allowed = r.allowed
         s = r.sampling
         sub = [r.gen] if r.gen is not None else None
-        return int(sample_rows(logits.unsqueeze(0), s.temperature, s.top_p, sub)[0])
+        for _ in range(max(1, len(r.guides))):
+            m = self.refusal(r, tok, allowed)
+            if m is None:
+                return tok
+            keep_only(logits, m)
+            allowed = m
+            r.constrained += 1
+            tok = int(sample_rows(logits.unsqueeze(0), s.temperature, s.top_p, sub)[0])
+        return tok
 
     # -- rollbacks ----------------------------------------------------------------------------
     def _resolve(self, r, proposals: list, events: list) -> bool:
