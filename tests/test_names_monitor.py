@@ -105,7 +105,7 @@ def test_the_fast_reading_of_module_names_is_parsos():
     """module_names reads valid code with `ast` and falls back to parso: the same set either way,
     parso's own reading of a definition included (an attribute target, a comprehension's variable),
     less a binding parso misses (a walrus among a call's arguments binds at module level)."""
-    from groundcode.languages.python_scope import _ast_module_names, _parso_module_names, module_names
+    from groundcode.languages.python_bindings import _ast_module_names, _parso_module_names, module_names
     fast = _ast_module_names(_MODULE_FORMS)
     assert fast - _parso_module_names(_MODULE_FORMS) == {"w"} and fast >= _parso_module_names(_MODULE_FORMS)
     assert {"os", "ab", "y", "z", "w", "f", "g", "K", "af", "u", "v", "s1", "s2", "s3", "field", "n", "ann",
@@ -517,3 +517,25 @@ def test_a_token_its_mask_did_not_allow_fails_the_redo_open(tiny_lm, names_repo)
     g, row = rolled_back_row()
     step(g, row, next(iter(sorted(allowed))))
     assert not g.record.failed_open, g.record
+
+
+def test_a_statements_target_is_not_bound_in_its_own_value():
+    """`for part_number in part_number:` (solvebio, qwen on heldout2's name cursors) reads the
+    name its own target binds: not bound yet there. The line's other loads still see it."""
+    u = line_uses("for part_number in part_number: total += part_number")
+    offs = [off for name, off in u.loads if name == "part_number"]
+    assert len(offs) == 2 and u.blind_at(offs[0]) == {"part_number"} and u.blind_at(offs[1]) == set()
+    u = line_uses("y = y + [i for i in xs]")
+    assert [n for n, o in u.loads if n in u.blind_at(o)] == ["y"]
+    assert not any("i" in u.blind_at(o) for _, o in u.loads)          # a comprehension sees its own
+    # ... also where it reuses the target's name (datasketch's `key = next((key for key in ...)`)
+    assert line_uses("key = next((key for key in nodes), None)").blind == []
+    assert line_uses("with open(p) as fh:").blind == [] and line_uses("x += x").blind == []
+
+
+def test_a_name_read_in_the_value_of_its_own_first_binding_is_redone(tiny_lm, names_repo):
+    out = _complete(tiny_lm, names_repo, "for part in part:\n        total += part\n", max_new=16)
+    recs = [t for t in out.triggers if t.kind == "name"]
+    assert recs and recs[0].rolled_back and recs[0].chosen != "part", (out.completion, recs)
+    out = _complete(tiny_lm, names_repo, "for item in items:\n        total += item\n", max_new=16)
+    assert not [t for t in out.triggers if t.kind == "name" and not t.failed_open], out.triggers

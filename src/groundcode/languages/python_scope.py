@@ -29,6 +29,7 @@ from functools import lru_cache
 import parso
 
 from ..pycode import indent_width, lex
+from .python_bindings import module_names  # noqa: F401  (re-exported: python_modules reads it here)
 
 IMPLICIT = frozenset(dir(builtins)) | frozenset({
     "__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
@@ -126,8 +127,14 @@ class LineUses:
     deferred: set = field(default_factory=set)     # offsets of loads inside a lambda's body: run
                                                    # later, they may read a name bound below
     binds: set = field(default_factory=set)        # names the line binds
+    blind: list = field(default_factory=list)      # (name, start, end): a statement's target is not
+                                                   # bound yet in its value (`for x in x:`, `y = y`)
     imports: list = field(default_factory=list)    # ImportUse, in order
     why: str | None = None               # why not ok
+
+    def blind_at(self, off: int) -> set:
+        """The line's targets not bound yet at offset `off` (it is in their statement's value)."""
+        return {n for n, lo, hi in self.blind if lo <= off < hi}
 
 
 @dataclass
@@ -171,8 +178,8 @@ def line_uses(line: str) -> LineUses:
         starts.append(m.end())
     base = len(head)
 
-    def offset(leaf) -> int:
-        ln, col = leaf.start_pos
+    def offset(leaf, pos=None) -> int:
+        ln, col = pos or leaf.start_pos
         return starts[ln - 1] + col - base + shift
 
     uses = LineUses()
@@ -189,6 +196,10 @@ def line_uses(line: str) -> LineUses:
         if leaf.is_definition() or parent.type in ("global_stmt", "nonlocal_stmt") \
                 or nxt is not None and nxt.type == "operator" and nxt.value == ":=":
             uses.binds.add(leaf.value)
+            value = _target_value(leaf)       # (a comprehension in it binding the name: not blind)
+            if value is not None and not any(n.type == "name" and n.value == leaf.value and n.is_definition()
+                                             for n in _leaves(value)):
+                uses.blind.append((leaf.value, offset(value), offset(value, value.end_pos)))
             continue
         prev = leaf.get_previous_leaf()
         if prev is not None and prev.value == "." and parent.type not in _IMPORT_PARTS:
@@ -208,6 +219,19 @@ def line_uses(line: str) -> LineUses:
             if 0 <= use.offset - shift < limit:
                 uses.imports.append(use)
     return uses
+
+
+def _target_value(leaf):
+    """The value a statement evaluates before `leaf`, its target, is bound: a `for`'s iterable,
+    an assignment's right-hand side (None: any other binding)."""
+    stmt = leaf.search_ancestor("for_stmt", "expr_stmt", "suite", "simple_stmt")
+    if stmt is None or stmt.type in ("suite", "simple_stmt"):
+        return None
+    kids = stmt.children
+    if stmt.type == "for_stmt":
+        return kids[3] if len(kids) > 3 and leaf.end_pos <= kids[2].start_pos else None
+    eqs = [k for k in kids if k.type == "operator" and k.value == "="]
+    return kids[-1] if eqs and leaf.end_pos <= eqs[-1].start_pos else None
 
 
 def _leaves(node):
@@ -345,108 +369,6 @@ def _block_end(after: str, indent: int) -> int:
 
 
 @lru_cache(maxsize=16)
-def module_names(code: str) -> frozenset:
-    """The names `code` binds at module level (imports, defs, classes, assignments, loop and
-    with targets outside any function or class) and every name a `global` statement names.
-
-    Code Python's own parser reads is read by it (`ast`, ~5× faster than parso on a 3,000-line
-    module: the file around a function is read once per function written); code it cannot read
-    (unfinished, newer syntax) by parso with error recovery. Both give the same set on valid code,
-    parso's reading of a definition included (`a.b = 1` binds `b`; a comprehension's variable at
-    module level counts), except that `ast` also sees a walrus among a call's arguments: equal on
-    2,168 files of the standard library and site-packages (session 30); tests/test_names_monitor.py."""
-    fast = _ast_module_names(code)
-    return fast if fast is not None else _parso_module_names(code)
-
-
-_GLOBAL = re.compile(r"\bglobal\b")
-
-
-def _ast_module_names(code: str) -> frozenset | None:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    out: set[str] = set()
-
-    def target(t) -> None:               # parso's _defined_names: `a.b = ...` defines b
-        if isinstance(t, ast.Name):
-            out.add(t.id)
-        elif isinstance(t, (ast.Tuple, ast.List)):
-            for e in t.elts:
-                target(e)
-        elif isinstance(t, ast.Starred):
-            target(t.value)
-        elif isinstance(t, ast.Attribute):
-            out.add(t.attr)
-
-    def visit(node) -> None:             # at module level: never into a def's, class's or lambda's scope
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-            for d in node.decorator_list:
-                visit(d)
-            return
-        if isinstance(node, ast.Lambda):
-            return
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for a in node.names:
-                if a.name != "*":
-                    out.add(a.asname or a.name.split(".")[0])
-            return
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                target(t)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension,
-                               ast.NamedExpr)):
-            target(node.target)
-        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            target(node.optional_vars)
-        elif isinstance(node, ast.Delete):
-            for t in node.targets:
-                target(t)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            out.add(node.name)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            out.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            out.add(node.rest)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    try:
-        visit(tree)
-    except RecursionError:
-        return None
-    if _GLOBAL.search(code):             # a walk of the whole tree only where one may be
-        out.update(n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names)
-    return frozenset(out)
-
-
-def _parso_module_names(code: str) -> frozenset:
-    module = parso.parse(code, error_recovery=True)
-    out: set[str] = set()
-    for name, uses in module.get_used_names().items():
-        for n in uses:
-            p = n.parent
-            if p is not None and p.type == "global_stmt":
-                out.add(name)
-                break
-            if n.is_definition() and _owner(n) == "file_input":
-                out.add(name)
-                break
-    return frozenset(out)
-
-
-def _owner(name) -> str:
-    """The type of the scope a definition name belongs to."""
-    p = name.parent
-    if p.type in ("funcdef", "classdef") and p.children[1] is name:
-        p = p.parent                      # `def f`: f belongs to the scope around the def
-    while p is not None and p.type not in ("funcdef", "classdef", "lambdef", "file_input"):
-        p = p.parent
-    return p.type if p is not None else "file_input"
-
-
 def visible_names(before: str, after: str) -> frozenset:
     """A superset of the names a load at the end of `before` may read (builtins apart): what the
     module binds (parso, on the file outside the outermost function around the cursor) and every

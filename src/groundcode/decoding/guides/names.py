@@ -294,7 +294,8 @@ class NamesMonitor(Guide):
                 if at < gen_from or at in self.redone or last and at + len(name) >= b:
                     continue
                 self.checked += 1
-                if not self._missing(name, binds):
+                seen = binds - (uses.blind_at(off) - self.binds)     # `for x in x:`: x not bound yet
+                if not self._missing(name, seen):
                     continue
                 why = self.opened or self._opaque_why() or ("nested function" if nested else None) \
                     or ("lambda" if at - a in uses.deferred else None)
@@ -302,7 +303,7 @@ class NamesMonitor(Guide):
                     row.triggers.append(TriggerRecord(receiver="", candidates=0, chosen=name, failed_open=True,
                                                       reason=why, asked=False, analyzer="names", kind="name"))
                     continue
-                proposal = self._propose(row, name, at, "unknown name", self._candidates(binds), "name")
+                proposal = self._propose(row, name, at, "unknown name", self._candidates(seen), "name")
                 if proposal is not None:
                     break
                 continue
