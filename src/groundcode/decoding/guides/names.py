@@ -8,8 +8,8 @@ States (one row):
              (languages/python_scope.py): the names it loads are looked up in what exists —
              builtins, the names visible at the cursor (what the module binds, and every name of
              the function around it: a superset that leaves out other functions' locals), the
-             names the generated lines bind, and the line's own bindings; its
-             imports are resolved on the file system (languages/python_modules.py: the
+             names the generated lines bind, and the line's own (not in the value that binds
+             them: `for x in x:`); its imports are resolved on the file system (languages/python_modules.py: the
              repository, the standard library, the analyzer's site-packages), and each name
              `from m import` takes must be one the module's file binds (or a submodule). A name
              that does not exist is a proposal to roll back to the token holding its start:
