@@ -23,6 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from paired_diff import bootstrap as _bootstrap   # benchmarks/: the paired tasks resampled, seeded
+from groundcode.evaluation.judged import judged_messages  # noqa: E402  (src/ on the path: paired_diff)
 
 KINDS = {"name": ("undefined-variable",), "import": ("import-error", "no-name-in-module"),
          "member": ("no-member",),
@@ -47,17 +48,10 @@ def _marks(messages: list[str]) -> dict[str, set]:
 
 
 def _judged(row: dict) -> list[str]:
-    """The first sample's lint messages without those about the name a budget cut
-    (scoring.judged_messages; rows scored before the scorer wrote `cut_name` keep every one)."""
-    ok = set((row.get("import_ok") or [[]])[0])     # unresolved for pylint, resolved when run
-    messages = [m for m in row["lint"][0] if m not in ok]
-    cut = (row.get("cut_name") or [None])[0]
-    if not cut:
-        return messages
-    line, name = cut
-    return [m for m in messages if not (m.startswith(f"{line}: ") and m.split(": ", 2)[1:2] and
-                                         m.split(": ", 2)[1] in ("undefined-variable", "no-member")
-                                         and f"'{name}'" in m)]
+    """The first sample's lint messages as the judge counts them (evaluation/judged.py; rows
+    scored before the scorer wrote `cut_name` / `import_ok` keep every one)."""
+    return judged_messages(row["lint"][0], (row.get("cut_name") or [None])[0],
+                           set((row.get("import_ok") or [[]])[0]))
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..pycode import block_end
 from . import import_check
+from .judged import judged_messages
 from . import metrics as M
 from .harness import context_for, split_at_task, task_file_text
 from ..jsonl import read_jsonl, write_jsonl
@@ -50,7 +51,6 @@ def trim_completion(task: dict, completion: str, prefix: str = "") -> str:
 
 CUT_SHORT = ("length", "deadline")   # the text ended at a budget, not where the model ended it
 _TAIL = re.compile(r"[A-Za-z_]\w*$")
-_CUT_SYMBOLS = ("undefined-variable", "no-member")
 
 
 def cut_name(task: dict, text: str, completion: str, body: str, finish_reason: str | None) -> list | None:
@@ -67,18 +67,6 @@ def cut_name(task: dict, text: str, completion: str, body: str, finish_reason: s
         return None
     before, _ = split_at_task(task, text)
     return [(before + end).count("\n") + 1, m.group(0)]
-
-
-def judged_messages(messages: list[str], cut: list | None, import_ok=()) -> list[str]:
-    """`messages` without those about a name the budget cut (`cut_name`) and the unresolved
-    imports that resolved when run (`import_ok`, import_check.py): the hallucination judge's view
-    of a sample's lint."""
-    out = [m for m in messages if m not in import_ok]
-    if not cut:
-        return out
-    line, name = cut
-    return [m for m in out if not (m.startswith(f"{line}: ") and m.split(": ", 2)[1:2] and
-                                    m.split(": ", 2)[1] in _CUT_SYMBOLS and f"'{name}'" in m)]
 
 
 def _logical_line_ends(prefix: str, body: str) -> list[int]:

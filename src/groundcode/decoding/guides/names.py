@@ -9,13 +9,13 @@ States (one row):
              builtins, the names visible at the cursor (what the module binds, and every name of
              the function around it: a superset that leaves out other functions' locals), the
              names the generated lines bind, and the line's own (not in the value that binds
-             them: `for x in x:`); its imports are resolved on the file system (languages/python_modules.py: the
-             repository, the standard library, the analyzer's site-packages), and each name
-             `from m import` takes must be one the module's file binds (or a submodule). A name
-             that does not exist is a proposal to roll back to the token holding its start:
-             `Rollback(k, "unknown name", (candidates, record, owed text))`. A `from m import (`
-             list still open is judged a name at a time, as each comma ends one (a list the
-             row never closes would otherwise never be judged); nothing is judged twice.
+             them: `for x in x:`); its imports are resolved on the file system
+             (languages/python_modules.py: the repository, the standard library, the analyzer's
+             site-packages), and each name `from m import` takes must be one the module's file
+             binds (or a submodule). A name that does not exist is a proposal to roll back to the
+             token holding its start: `Rollback(k, "unknown name", (candidates, record, owed
+             text))`. A `from m import (` list still open is judged a name at a time, as each
+             comma ends one (a list never closed would not be judged); nothing is judged twice.
     NARROW   (entered in `rolled_back`, once the engine took the cut) the name is redone under
              the mask of the names that exist there (`Narrowing`; dunders allowed, never steered
              to); back to WAIT when it is complete. A name is redone once (no second chance),
