@@ -74,6 +74,22 @@ def test_visible_names_leave_out_other_functions_locals():
     assert "m" in visible_names(before + "        m = 2\n", after)      # ... unless the body binds it
 
 
+def test_a_lambdas_parameters_and_a_comprehensions_targets_stay_inside_them():
+    """pyxtuml's `val` (session 36): a lambda's parameter read after the lambda is undefined on
+    Python 3, as is a comprehension's variable; a name also written outside them, and a lambda
+    or comprehension still open at the cursor, keep theirs."""
+    from groundcode.languages.python_scope import visible_names
+    before = ("def f(a):\n    g = sorted(a, key=lambda val, *w: val + len(w))\n"
+              "    z = [q for q in a if q]\n    y = {k2: v for k2, v in a.items()}\n"
+              "    h = any(t async for t in a)\n    r = [s for s in a]\n    print(s)\n    ")
+    names = visible_names(before, "\ndef other():\n    pass\n")
+    assert {"a", "g", "z", "y", "h", "r", "s", "other"} <= names
+    assert not {"val", "w", "q", "k2", "v", "t"} & names
+    assert "val" in visible_names("def f(a):\n    g = sorted(a, key=lambda val: ", "val)\n")
+    assert "q" in visible_names("def f(a):\n    z = [q for q in a if ", "]\n")
+    assert "val" in visible_names("def f(a):\n    g = sorted(a, key=lambda val: (\n", "val))\n")
+
+
 _MODULE_FORMS = '''\
 import os.path, a.b as ab
 from .pkg import x as y, z
