@@ -16,7 +16,8 @@ CODE = ("import json\n\n\nclass Shop:\n    def scale(self, value, factor=2, /, m
         "        pass\n\n    def total(self, price: 'dict[str, int]' = None, *, tax: float = 0.2):\n"
         "        return price\n\n\ndef plain(a, b=(1, 2)):\n    return a\n\n\n"
         "class Pool:\n    def __init__(self, hook=None):\n        self.hook = hook\n\n"
-        "    def spawn(self, ident, func, *args, **kwargs):\n        return func(*args, **kwargs)\n")
+        "    def spawn(self, ident, func, *args, **kwargs):\n        return func(*args, **kwargs)\n\n\n"
+        "def pair(a, b):\n    return a\n")
 
 
 def _ask(a: JediAnalyzer, tail: str, receiver: str, name: str):
@@ -110,6 +111,16 @@ def test_no_close_while_a_required_parameter_is_unbound(tiny_lm, shop):
     out = _call(tiny_lm, shop, "    return plain(items)\n")          # a bound: free to close
     assert out.completion.lstrip().startswith("return plain(items)\n"), out.completion
     assert not next(t for t in out.triggers if t.receiver == "plain(").constrained
+
+
+def test_a_close_refused_right_after_an_argument_is_redone_as_a_comma(tiny_lm, shop):
+    # pair(a, b): after `items` the callee still needs `b`. With only `)` taken away the
+    # model's next pick was free, and a line break there led pyuploadcare's call to `}`
+    # (session 36): right after an argument, the next one begins
+    out = _call(tiny_lm, shop, "    return pair(items)\n")
+    assert out.completion.lstrip().startswith("return pair(items,"), out.completion
+    rec = next(t for t in out.triggers if t.receiver == "pair(")
+    assert rec.constrained, rec
 
 
 def test_past_the_positional_parameters_only_keywords(tiny_lm, shop):

@@ -52,7 +52,8 @@ import numpy as np
 from ...languages.typescript_scan import _scan_code, _State
 from ...lines import ECMASCRIPT as EOL
 from .base import Guide, RowView, TriggerRecord
-from .keyword_args import WAIT, CallOpener, _closing, _without, ask_signature
+from .keyword_args import WAIT, CallOpener, ask_signature
+from .token_sets import closing as _closing, without as _without
 
 ARGS = "args"                # (WAIT: the call opener's, keyword_args)
 _NOT_CALLS = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function", "typeof",

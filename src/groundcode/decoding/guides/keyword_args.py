@@ -27,8 +27,9 @@ States (one row):
                  keyword-only one (a further argument must be `name=` of a parameter not
                  bound yet, by position or by keyword); a token that
                  would close the call while a required parameter is unbound is resampled
-                 without `)` — also `()` in the very token that opens the call (checked before
-                 it is accepted). `*x`/`**x` arguments end the arity check (what they bind
+                 without `)` (right after an argument: among tokens that begin with `,`) —
+                 also `()` in the very token that opens the call (checked before it is
+                 accepted). `*x`/`**x` arguments end the arity check (what they bind
                  cannot be told).
              The closing `)` at depth 0 goes back to WAIT. `**kwargs` signatures are left free.
              Where the monitor is reproducible, each signature is waited for (a run must not
@@ -55,46 +56,14 @@ import numpy as np
 
 from ...analysis.base import SignatureQuery
 from ...pycode import ArgScanner, Lexer, ident_run, receiver_before
-from .base import Guide, Rollback, RowView, TriggerRecord, on_vocab
+from .base import Guide, Rollback, RowView, TriggerRecord
+from .token_sets import closing as _closing, commas as _commas, ident_start as _ident_start, \
+    starting as _starting, without as _without
 
 WAIT, ARGS, NARROW = "wait", "args", "narrow"
 
 
-def _ident_start(vocab) -> np.ndarray:
-    """Boolean array: does token i start with an identifier character? Cached on the vocab."""
-    return on_vocab(vocab, "_kw_ident_start", lambda: np.array(
-        [bool(s) and (s[0].isalnum() or s[0] == "_") for s in vocab.texts]))
-
-
-def _starting(vocab, ch: str, every: bool = False) -> np.ndarray:
-    """Ids of the tokens whose text starts with `ch` (`=` but not `==`, unless `every`), cached
-    on the vocab."""
-    cache = on_vocab(vocab, "_kw_starting", dict)
-    ids = cache.get((ch, every))
-    if ids is None:
-        bad = ch * 2 if ch == "=" and not every else None
-        ids = cache[(ch, every)] = np.array([i for i, s in enumerate(vocab.texts)
-                                    if s.startswith(ch) and not (bad and s.startswith(bad))], dtype=np.int64)
-    return ids
 _KW_EQ = re.compile(r"[ \t]*=(?!=)")
-
-
-def _closing(vocab) -> np.ndarray:
-    """Ids of the tokens that begin, after blanks, with `)`: what may come where no further
-    argument may begin (a trailing comma may still close the call; a blank alone is not
-    offered: a model held there writes blanks until its length limit). Cached."""
-    return on_vocab(vocab, "_kw_closing", lambda: np.array(
-        [i for i, s in enumerate(vocab.texts) if s.lstrip().startswith(")")], dtype=np.int64))
-
-
-def _without(vocab, ch: str) -> np.ndarray:
-    """Ids of the tokens whose text does not hold `ch`, cached on the vocab."""
-    cache = on_vocab(vocab, "_kw_without", dict)
-    ids = cache.get(ch)
-    if ids is None:
-        ids = cache[ch] = np.array([i for i, s in enumerate(vocab.texts) if ch not in s], dtype=np.int64)
-    return ids
-
 
 
 def _bound(sig, positional: int, used) -> set:
@@ -369,6 +338,13 @@ class KeywordArgMonitor(CallOpener, Guide):
                 return self._missing(probe, pending=True)
         return False
 
+    def _after_argument(self, t: str) -> bool:
+        """Does token `t` close the call right after an argument (blanks apart)? Then a required
+        parameter is unbound only if another argument follows: a comma must."""
+        s = self.scan
+        return s._arg != 0 and s.depth == 0 and not s.quote and not s.comment \
+            and t.lstrip(" \t").startswith(")")
+
     def _comma_past_end(self, row: RowView, t: str) -> bool:
         """Would token `t` write a top-level comma after which nothing is left to bind (every
         parameter bound by position or keyword, no `*args`), in a call on one line so far? On
@@ -400,9 +376,9 @@ class KeywordArgMonitor(CallOpener, Guide):
             return None
         t = row.vocab.texts[token]
         if self._closes_short(t):            # `)` while a required parameter is unbound
-            self.record.constrained = True
-            ids = _without(row.vocab, ")")
-            return ids if len(ids) else None
+            self.record.constrained = True   # (right after an argument: the next one begins;
+            ids = _commas(row.vocab) if self._after_argument(t) else _without(row.vocab, ")")
+            return ids if len(ids) else None  # a line break there led to `}`: pyuploadcare)
         if self._comma_past_end(row, t):     # `, ` with nothing left to bind, on one line
             self.record.constrained = True
             ids = _without(row.vocab, ",")

@@ -1,0 +1,52 @@
+"""Sets of token ids a call's monitors mask with, each computed once per vocabulary and cached
+on it: tokens that start an identifier, that start with a character, that begin (after blanks)
+with `)` or `,`, that do not hold a character. Used by decoding/guides/keyword_args.py and
+call_arity.py.
+Test: tests/test_call_signatures.py, tests/test_call_arity.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import on_vocab
+
+
+def ident_start(vocab) -> np.ndarray:
+    """Boolean array: does token i start with an identifier character? Cached on the vocab."""
+    return on_vocab(vocab, "_kw_ident_start", lambda: np.array(
+        [bool(s) and (s[0].isalnum() or s[0] == "_") for s in vocab.texts]))
+
+
+def starting(vocab, ch: str, every: bool = False) -> np.ndarray:
+    """Ids of the tokens whose text starts with `ch` (`=` but not `==`, unless `every`), cached
+    on the vocab."""
+    cache = on_vocab(vocab, "_kw_starting", dict)
+    ids = cache.get((ch, every))
+    if ids is None:
+        bad = ch * 2 if ch == "=" and not every else None
+        ids = cache[(ch, every)] = np.array([i for i, s in enumerate(vocab.texts)
+                                    if s.startswith(ch) and not (bad and s.startswith(bad))], dtype=np.int64)
+    return ids
+
+
+def closing(vocab) -> np.ndarray:
+    """Ids of the tokens that begin, after blanks, with `)`: what may come where no further
+    argument may begin (a trailing comma may still close the call; a blank alone is not
+    offered: a model held there writes blanks until its length limit). Cached."""
+    return on_vocab(vocab, "_kw_closing", lambda: np.array(
+        [i for i, s in enumerate(vocab.texts) if s.lstrip().startswith(")")], dtype=np.int64))
+
+
+def commas(vocab) -> np.ndarray:
+    """Ids of the tokens that begin, after spaces, with `,`. Cached."""
+    return on_vocab(vocab, "_kw_commas", lambda: np.array(
+        [i for i, s in enumerate(vocab.texts) if s.lstrip(" \t").startswith(",")], dtype=np.int64))
+
+
+def without(vocab, ch: str) -> np.ndarray:
+    """Ids of the tokens whose text does not hold `ch`, cached on the vocab."""
+    cache = on_vocab(vocab, "_kw_without", dict)
+    ids = cache.get(ch)
+    if ids is None:
+        ids = cache[ch] = np.array([i for i, s in enumerate(vocab.texts) if ch not in s], dtype=np.int64)
+    return ids
