@@ -77,6 +77,15 @@ def test_a_call_does_not_close_while_a_required_parameter_is_unbound(ts, tiny_lm
     assert rec.constrained and not rec.failed_open, rec
 
 
+def test_a_close_refused_right_after_an_argument_is_redone_as_a_comma(ts, tiny_lm):
+    # Math.pow(x, y): after one argument the next must begin (with `)` alone taken away the
+    # model's pick was free: a line break, then `}` in Python's pyuploadcare call, session 36)
+    out = _run(tiny_lm, "    Math.pow(item.length);\n")
+    assert out.completion.startswith("    Math.pow(item.length,"), out.completion
+    (rec,) = _calls(out)
+    assert rec.constrained and not rec.failed_open, rec
+
+
 def test_no_argument_past_the_last_parameter_its_comma_is_resampled(ts, tiny_lm):
     # the comma itself: held only at the next argument, the model closed after the comma and
     # dropped the argument it meant (`this.appendMap(mapping._maps[i], pos,)`, prosemirror)

@@ -19,7 +19,8 @@ States (one row):
            arguments or not — the count is a range (Args.least..count). A token is resampled
            (`check`) when it would
              - close the call with fewer arguments than its last required parameter needs, by
-               the most count (the mask: tokens without `)`), or
+               the most count (the mask: tokens without `)`; right after an argument, tokens
+               that begin with `,`), or
              - write the sure comma that opens an argument past the last parameter of a callee
                without a rest parameter, in a call on one line so far (no line break from the
                `(` to that comma: such a call takes no trailing comma, the comma can only begin
@@ -53,7 +54,7 @@ from ...languages.typescript_scan import _scan_code, _State
 from ...lines import ECMASCRIPT as EOL
 from .base import Guide, RowView, TriggerRecord
 from .keyword_args import WAIT, CallOpener, ask_signature
-from .token_sets import closing as _closing, without as _without
+from .token_sets import closing as _closing, commas as _commas, without as _without
 
 ARGS = "args"                # (WAIT: the call opener's, keyword_args)
 _NOT_CALLS = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function", "typeof",
@@ -226,8 +227,10 @@ class CallArityMonitor(CallOpener, Guide):
         at_comma = k >= len(call) - len(t) and not any(c in call[:k] for c in EOL)
         if (at_comma or a.least > most) and self._still_too_many(row, t, k + 1, most + 1):
             ids = _without(row.vocab, ",") if at_comma else _closing(row.vocab)
-        elif a.closed >= 0 and a.count < need:   # closes with a required parameter unbound
-            ids = _without(row.vocab, ")")
+        elif a.closed >= 0 and a.count < need:   # closes with a required parameter unbound:
+            before = t[:max(0, a.closed - (len(call) - len(t)))]   # right after an argument,
+            after_arg = not before.strip(" \t") and call[a.last:a.closed].strip()  # a comma
+            ids = _commas(row.vocab) if after_arg else _without(row.vocab, ")")
         else:
             return None
         self.record.constrained = True
