@@ -17,7 +17,8 @@ CODE = ("import json\n\n\nclass Shop:\n    def scale(self, value, factor=2, /, m
         "        return price\n\n\ndef plain(a, b=(1, 2)):\n    return a\n\n\n"
         "class Pool:\n    def __init__(self, hook=None):\n        self.hook = hook\n\n"
         "    def spawn(self, ident, func, *args, **kwargs):\n        return func(*args, **kwargs)\n\n\n"
-        "def pair(a, b):\n    return a\n")
+        "def pair(a, b):\n    return a\n\n\ndef nothing():\n    return 1\n\n\n@deco\ndef wrapped():\n    return 1\n\n\n"
+        "class Box:\n    def empty(self):\n        return 0\n")
 
 
 def _ask(a: JediAnalyzer, tail: str, receiver: str, name: str):
@@ -49,6 +50,13 @@ def test_jedi_reads_kinds_defaults_and_star_parameters():
         assert [p.name for p in sig.params] == ["ident", "func"] and sig.var_positional and sig.var_keyword
         # an attribute whose default is None: Jedi answers `NoneType()`, a guess
         assert _ask(a, "Pool().hook(", "Pool()", "hook").failed == "no parameters"
+        # ... but a `def` that declares none takes none (sitetree's `get_tree_item_model()`,
+        # called with two arguments), a method none past `self`; a decorator may change that
+        for tail, receiver, name in (("nothing(", "", "nothing"), ("Box().empty(", "Box()", "empty")):
+            got = _ask(a, tail, receiver, name)
+            assert got.signature is not None and got.signature.params == () \
+                and not got.signature.var_positional and not got.signature.var_keyword, got
+        assert _ask(a, "wrapped(", "", "wrapped").failed == "no parameters"
         # several signatures (print's overloads) or none: unknown, and why
         assert _ask(a, "print(", "", "print").failed == "overloads"
         got = _ask(a, "nothing_here(", "", "nothing_here")
@@ -121,6 +129,12 @@ def test_a_close_refused_right_after_an_argument_is_redone_as_a_comma(tiny_lm, s
     assert out.completion.lstrip().startswith("return pair(items,"), out.completion
     rec = next(t for t in out.triggers if t.receiver == "pair(")
     assert rec.constrained, rec
+
+
+def test_a_def_that_declares_no_parameters_takes_no_argument(tiny_lm, shop):
+    out = _call(tiny_lm, shop, "    return nothing(items)\n")
+    assert out.completion.lstrip().startswith("return nothing()"), out.completion
+    assert next(t for t in out.triggers if t.receiver == "nothing(").constrained
 
 
 def test_past_the_positional_parameters_only_keywords(tiny_lm, shop):

@@ -362,7 +362,7 @@ def call_signature(job: Job) -> tuple:
                 return None, f"unbound {params[0][0]}"
         if len({p[0] for p in params}) != len(params):
             return None, "a parameter named twice"     # Jedi merged two signatures
-        if not params and not var_pos and not var_kw:
+        if not params and not var_pos and not var_kw and not _declares_none(sig):
             return None, "no parameters"     # often a guess: `NoneType()` for an attribute
                                              # whose default is None
         stars = _declared_stars(sig)
@@ -375,16 +375,35 @@ def _decorated(sig, name: str) -> bool:
         node = sig._signature.value.tree_node
     except Exception:                       # a compiled callable, or another Jedi
         return False
-    if node is None or node.type != "funcdef":
+    return node is not None and node.type == "funcdef" and name in _decorators(node)
+
+
+def _declares_none(sig) -> bool:
+    """Is the callee an undecorated `def` of the source that declares no parameters (a method:
+    none past its `self`/`cls`)? Then no parameters is read, not guessed (sitetree's
+    `get_tree_item_model()`, called with two arguments)."""
+    try:
+        node = sig._signature.value.tree_node
+    except Exception:                       # a compiled callable, or another Jedi
         return False
-    # the lines above the `def` (partial code in the file can break parso's `decorated` node)
+    if node is None or node.type != "funcdef" or _decorators(node):
+        return False
+    names = [p.name.value for p in node.get_params()]
+    if names and names[0] in ("self", "cls") and node.search_ancestor("classdef", "funcdef") is not None \
+            and node.search_ancestor("classdef", "funcdef").type == "classdef":
+        names = names[1:]
+    return not names and not any(p.star_count for p in node.get_params())
+
+
+def _decorators(node) -> list[str]:
+    """The decorators above a `def` (read from the lines above it: partial code in the file can
+    break parso's `decorated` node)."""
     lines = node.get_root_node().get_code().splitlines()
-    k = node.start_pos[0] - 2
+    out, k = [], node.start_pos[0] - 2
     while 0 <= k < len(lines) and lines[k].strip().startswith("@"):
-        if lines[k].strip().lstrip("@").split("(")[0].strip() == name:
-            return True
+        out.append(lines[k].strip().lstrip("@").split("(")[0].strip())
         k -= 1
-    return False
+    return out
 
 
 def _declared_stars(sig) -> set:
