@@ -189,3 +189,16 @@ def test_a_call_the_prompt_opens_is_checked_from_the_first_token(tiny_lm, shop):
     rec = next((t for t in out.triggers if t.receiver == "plain("), None)
     assert rec is not None and rec.constrained, (out.completion, out.triggers)
     assert not out.completion.startswith(")"), out.completion
+
+
+def test_the_tokens_that_redo_a_refused_close_begin_the_next_argument():
+    # `)` refused right after an argument: a comma, after spaces; where the refused token
+    # wrote text before its `)` (`")` closing a string: pyuploadcare's `"remote_copy")`,
+    # redone as `"\n` and `}` in session 36), that text alone or followed by a comma
+    from types import SimpleNamespace
+
+    from groundcode.decoding.guides.token_sets import commas
+    vocab = SimpleNamespace(texts=[",", " ,", ", ", '"', '",', '")', '"\n', ")", "x", ",\n", "\t,x"])
+    got = lambda pre="": [vocab.texts[i] for i in commas(vocab, pre)]  # noqa: E731
+    assert got() == [",", " ,", ", ", ",\n", "\t,x"]
+    assert got('"') == ['"', '",']

@@ -228,9 +228,9 @@ class CallArityMonitor(CallOpener, Guide):
         if (at_comma or a.least > most) and self._still_too_many(row, t, k + 1, most + 1):
             ids = _without(row.vocab, ",") if at_comma else _closing(row.vocab)
         elif a.closed >= 0 and a.count < need:   # closes with a required parameter unbound:
-            before = t[:max(0, a.closed - (len(call) - len(t)))]   # right after an argument,
-            after_arg = not before.strip(" \t") and call[a.last:a.closed].strip()  # a comma
-            ids = _commas(row.vocab) if after_arg else _without(row.vocab, ")")
+            pre = t[:max(0, a.closed - (len(call) - len(t)))]   # right after an argument, a comma
+            pre = "" if not pre.strip() else pre                 # (after what the token wrote first)
+            ids = _commas(row.vocab, pre) if call[a.last:a.closed].strip() else _without(row.vocab, ")")
         else:
             return None
         self.record.constrained = True

@@ -338,12 +338,19 @@ class KeywordArgMonitor(CallOpener, Guide):
                 return self._missing(probe, pending=True)
         return False
 
-    def _after_argument(self, t: str) -> bool:
-        """Does token `t` close the call right after an argument (blanks apart)? Then a required
-        parameter is unbound only if another argument follows: a comma must."""
-        s = self.scan
-        return s._arg != 0 and s.depth == 0 and not s.quote and not s.comment \
-            and t.lstrip(" \t").startswith(")")
+    def _after_argument(self, t: str) -> str | None:
+        """The text token `t` writes before its `)` where that closes the call right after an
+        argument (its end in `t`, or written before it; blanks apart): a required parameter is
+        unbound, so another argument must follow — a comma. None if no argument is written."""
+        probe = self.scan.copy()
+        for k, c in enumerate(t):
+            arg = probe._arg
+            probe.step(c)
+            probe.pos += 1
+            if probe.closed:
+                pre = t[:k]
+                return ("" if not pre.strip() else pre) if arg != 0 else None
+        return None
 
     def _comma_past_end(self, row: RowView, t: str) -> bool:
         """Would token `t` write a top-level comma after which nothing is left to bind (every
@@ -377,7 +384,8 @@ class KeywordArgMonitor(CallOpener, Guide):
         t = row.vocab.texts[token]
         if self._closes_short(t):            # `)` while a required parameter is unbound
             self.record.constrained = True   # (right after an argument: the next one begins;
-            ids = _commas(row.vocab) if self._after_argument(t) else _without(row.vocab, ")")
+            pre = self._after_argument(t)
+            ids = _commas(row.vocab, pre) if pre is not None else _without(row.vocab, ")")
             return ids if len(ids) else None  # a line break there led to `}`: pyuploadcare)
         if self._comma_past_end(row, t):     # `, ` with nothing left to bind, on one line
             self.record.constrained = True

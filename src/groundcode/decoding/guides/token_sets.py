@@ -37,10 +37,17 @@ def closing(vocab) -> np.ndarray:
         [i for i, s in enumerate(vocab.texts) if s.lstrip().startswith(")")], dtype=np.int64))
 
 
-def commas(vocab) -> np.ndarray:
-    """Ids of the tokens that begin, after spaces, with `,`. Cached."""
-    return on_vocab(vocab, "_kw_commas", lambda: np.array(
-        [i for i, s in enumerate(vocab.texts) if s.lstrip(" \t").startswith(",")], dtype=np.int64))
+def commas(vocab, pre: str = "") -> np.ndarray:
+    """Ids of the tokens that begin, after spaces, with `,` — or, given `pre` (the text a
+    refused token wrote before its `)`: `"` of `")`), the token `pre` itself and those that
+    begin with `pre`, then spaces and `,`. Cached."""
+    cache = on_vocab(vocab, "_kw_commas", dict)
+    ids = cache.get(pre)
+    if ids is None:
+        n = len(pre)
+        ids = cache[pre] = np.array([i for i, s in enumerate(vocab.texts) if s.startswith(pre) and (
+            s[n:].lstrip(" \t").startswith(",") or n and s == pre)], dtype=np.int64)
+    return ids
 
 
 def without(vocab, ch: str) -> np.ndarray:
