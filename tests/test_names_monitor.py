@@ -540,10 +540,10 @@ def test_a_statements_target_is_not_bound_in_its_own_value():
     name its own target binds: not bound yet there. The line's other loads still see it."""
     u = line_uses("for part_number in part_number: total += part_number")
     offs = [off for name, off in u.loads if name == "part_number"]
-    assert len(offs) == 2 and u.blind_at(offs[0]) == {"part_number"} and u.blind_at(offs[1]) == set()
+    assert len(offs) == 2 and u.unbound_at(offs[0]) == {"part_number"} and u.unbound_at(offs[1]) == set()
     u = line_uses("y = y + [i for i in xs]")
-    assert [n for n, o in u.loads if n in u.blind_at(o)] == ["y"]
-    assert not any("i" in u.blind_at(o) for _, o in u.loads)          # a comprehension sees its own
+    assert [n for n, o in u.loads if n in u.unbound_at(o)] == ["y"]
+    assert not any("i" in u.unbound_at(o) for n, o in u.loads if n == "i")   # a comprehension sees its own
     # ... also where it reuses the target's name (datasketch's `key = next((key for key in ...)`)
     assert line_uses("key = next((key for key in nodes), None)").blind == []
     assert line_uses("with open(p) as fh:").blind == [] and line_uses("x += x").blind == []
@@ -554,4 +554,24 @@ def test_a_name_read_in_the_value_of_its_own_first_binding_is_redone(tiny_lm, na
     recs = [t for t in out.triggers if t.kind == "name"]
     assert recs and recs[0].rolled_back and recs[0].chosen != "part", (out.completion, recs)
     out = _complete(tiny_lm, names_repo, "for item in items:\n        total += item\n", max_new=16)
+    assert not [t for t in out.triggers if t.kind == "name" and not t.failed_open], out.triggers
+
+
+def test_a_comprehensions_variable_and_a_lambdas_parameter_stay_inside_them():
+    """datasketch's `all(node.is_deleted for node in …) or node.point is None` (qwen's standing
+    call cursors, session 37): `node` read after the generator that binds it, on the same
+    logical line, and on a later line, is no name in scope on Python 3."""
+    u = line_uses("return (all(node.ok for node in nodes) or node.x)")
+    assert u.inner == {"node"}
+    assert [("node" in u.unbound_at(o)) for n, o in u.loads if n == "node"] == [False, True]
+    u = line_uses("f = sorted(xs, key=lambda v: v.k) + [v]")
+    assert [("v" in u.unbound_at(o)) for n, o in u.loads if n == "v"] == [False, True]
+    assert line_uses("z = [y := q for q in a]").inner == {"q"}        # a walrus binds outside
+
+
+def test_a_comprehensions_variable_read_on_a_later_line_is_redone(tiny_lm, names_repo):
+    out = _complete(tiny_lm, names_repo, "ok = [it for it in items]\n    total += it\n", max_new=24)
+    recs = [t for t in out.triggers if t.kind == "name" and not t.failed_open]
+    assert recs and recs[0].rolled_back and "total += it\n" not in out.completion, (out.completion, recs)
+    out = _complete(tiny_lm, names_repo, "ok = [it for it in items]\n    total += len(ok)\n", max_new=24)
     assert not [t for t in out.triggers if t.kind == "name" and not t.failed_open], out.triggers

@@ -30,6 +30,7 @@ import parso
 
 from ..pycode import indent_width, lex
 from .python_bindings import module_names  # noqa: F401  (re-exported: python_modules reads it here)
+from .python_inner_names import bound_inside, inner_only, read_inside
 
 IMPLICIT = frozenset(dir(builtins)) | frozenset({
     "__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
@@ -127,14 +128,19 @@ class LineUses:
     deferred: set = field(default_factory=set)     # offsets of loads inside a lambda's body: run
                                                    # later, they may read a name bound below
     binds: set = field(default_factory=set)        # names the line binds
+    inner: set = field(default_factory=set)        # ... only as a lambda's parameter or a comprehension's
+                                                   # target: not bound for the lines after it
     blind: list = field(default_factory=list)      # (name, start, end): a statement's target is not
                                                    # bound yet in its value (`for x in x:`, `y = y`)
     imports: list = field(default_factory=list)    # ImportUse, in order
     why: str | None = None               # why not ok
 
-    def blind_at(self, off: int) -> set:
-        """The line's targets not bound yet at offset `off` (it is in their statement's value)."""
-        return {n for n, lo, hi in self.blind if lo <= off < hi}
+    outside: set = field(default_factory=set)      # offsets of loads of `inner` names outside their scope
+
+    def unbound_at(self, off: int) -> set:
+        """The line's bindings a load at offset `off` cannot read: targets not bound yet (it is
+        in their statement's value), a lambda's or comprehension's own names outside it."""
+        return {n for n, lo, hi in self.blind if lo <= off < hi} | (self.inner if off in self.outside else set())
 
 
 @dataclass
@@ -184,6 +190,7 @@ def line_uses(line: str) -> LineUses:
 
     uses = LineUses()
     limit = len(body)
+    scoped, plain = set(), set()
     for leaf in _leaves(module):
         if leaf.type in ("error_leaf", "error_node") or _in_error(leaf):
             if 0 <= offset(leaf) - shift < limit:
@@ -196,6 +203,7 @@ def line_uses(line: str) -> LineUses:
         if leaf.is_definition() or parent.type in ("global_stmt", "nonlocal_stmt") \
                 or nxt is not None and nxt.type == "operator" and nxt.value == ":=":
             uses.binds.add(leaf.value)
+            (scoped if bound_inside(leaf) else plain).add(leaf.value)
             value = _target_value(leaf)       # (a comprehension in it binding the name: not blind)
             if value is not None and not any(n.type == "name" and n.value == leaf.value and n.is_definition()
                                              for n in _leaves(value)):
@@ -212,12 +220,15 @@ def line_uses(line: str) -> LineUses:
         if parent.type in ("fstring_conversion",):
             continue
         uses.loads.append((leaf.value, offset(leaf)))
+        if not read_inside(leaf):
+            uses.outside.add(offset(leaf))
         if _in_lambda_body(leaf):
             uses.deferred.add(offset(leaf))
     for node in _imports(module):
         for use in _import_uses(node, offset):
             if 0 <= use.offset - shift < limit:
                 uses.imports.append(use)
+    uses.inner = scoped - plain
     return uses
 
 
@@ -390,86 +401,10 @@ def visible_names(before: str, after: str) -> frozenset:
         head = _METHOD_NAME.sub(r"\1_", head, count=1)      # not a name its body can read
     region = head + "\n" + after[:end]
     return module_names(before[:start] + "\n" + after[end:]) \
-        | (file_names(region) - _inner_only(region, len(head)))
+        | (file_names(region) - inner_only(region, len(head)))
 
 
 _METHOD_NAME = re.compile(r"^([ \t]*(?:async[ \t]+)?def[ \t]+)\w+")
-def _inner_only(region: str, cursor: int) -> frozenset:
-    """The names `region` writes only inside a lambda that takes them as parameters or a
-    comprehension that binds them as targets (`val` of `key=lambda val: …`, `q` of `[q for q in
-    xs]`), where that lambda or comprehension is closed and does not hold the cursor: Python 3
-    reads them nowhere else (pyxtuml's `val`, session 36). Read from tokens, as file_names is
-    (parso took 20× longer on a long method); a name written anywhere else counts as outside."""
-    toks = []                             # (kind, start, end, text); a line break as "nl"
-    for kind, st, en in lex(region):
-        if kind == "ws" and ("\n" in region[st:en] or "\r" in region[st:en]):
-            toks.append(("nl", st, en, ""))
-        elif kind not in ("ws", "comment"):
-            toks.append((kind, st, en, region[st:en]))
-    depth = [0] * (len(toks) + 1)         # brackets open before each token
-    opener = [-1] * len(toks)             # the innermost open bracket before each token
-    closer: dict[int, int] = {}           # an open bracket's token -> its closing token
-    stack: list[int] = []
-    for i, (_k, _s, _e, t) in enumerate(toks):
-        opener[i] = stack[-1] if stack else -1
-        if t in ("(", "[", "{"):
-            stack.append(i)
-        elif t in (")", "]", "}") and stack:
-            closer[stack.pop()] = i
-        depth[i + 1] = len(stack)
-    scopes = []                           # (start, end, names): closed scopes only
-    for i, (kind, _s, _e, t) in enumerate(toks):
-        found = None
-        if kind == "name" and t == "lambda":
-            found = _lambda_scope(toks, depth, i)
-        elif kind == "name" and t == "for" and opener[i] in closer:   # (a `for` statement has none)
-            o = opener[i]
-            found = (toks[o][1], toks[closer[o]][2], _targets(toks, depth, i))
-        if found is not None and not found[0] <= cursor <= found[1]:
-            scopes.append(found)
-    if not scopes:
-        return frozenset()
-    inner, outer = set(), set()
-    for i, (kind, st, _e, t) in enumerate(toks):
-        if kind != "name" or i and toks[i - 1][3] == ".":
-            continue
-        (inner if any(lo <= st < hi and t in names for lo, hi, names in scopes) else outer).add(t)
-    return frozenset(inner - outer)
-
-
-def _lambda_scope(toks, depth, i):
-    """(start, end, parameters) of the lambda whose keyword is toks[i]; None if it does not end."""
-    d, params, expect, j = depth[i], set(), True, i + 1
-    while j < len(toks) and not (depth[j] == d and toks[j][3] == ":"):
-        kind, t = toks[j][0], toks[j][3]
-        if depth[j] < d or kind == "nl" and d == 0:
-            return None
-        if depth[j] == d and t == ",":
-            expect = True
-        elif depth[j] == d and t == "=":
-            expect = False                # a default: evaluated outside the lambda
-        elif kind == "name" and expect and depth[j] == d:
-            params.add(t)
-            expect = False
-        j += 1
-    for k in range(j + 1, len(toks)):
-        kind, t = toks[k][0], toks[k][3]
-        if depth[k] == d and (t in (",", ";", ")", "]", "}") or kind == "nl" and d == 0
-                              or kind == "name" and t == "for"):
-            return toks[i][1], toks[k][1], params
-    return None
-
-
-def _targets(toks, depth, i) -> set:
-    """The names a comprehension's `for` (toks[i]) binds: up to its `in`."""
-    out, d = set(), depth[i]
-    for k in range(i + 1, len(toks)):
-        kind, t = toks[k][0], toks[k][3]
-        if depth[k] == d and kind == "name" and t == "in":
-            break
-        if kind == "name":
-            out.add(t)
-    return out
 
 
 def guarded_import(code: str, at: int) -> bool:

@@ -294,7 +294,7 @@ class NamesMonitor(Guide):
                 if at < gen_from or at in self.redone or last and at + len(name) >= b:
                     continue
                 self.checked += 1
-                seen = binds - (uses.blind_at(off) - self.binds)     # `for x in x:`: x not bound yet
+                seen = binds - (uses.unbound_at(off) - self.binds)   # `for x in x:`: x not bound yet
                 if not self._missing(name, seen):
                     continue
                 why = self.opened or self._opaque_why() or ("nested function" if nested else None) \
@@ -309,7 +309,7 @@ class NamesMonitor(Guide):
                 continue
         if proposal is None and self.check_imports:
             proposal = self._check_imports(row, uses, a, gen_from)
-        self.binds = binds
+        self.binds = self.binds | (uses.binds - uses.inner)    # a lambda's, a comprehension's: its own
         if self.opened is None:
             self.opened = opaque(line)       # a generated star import: names unseen from here on
         return proposal
