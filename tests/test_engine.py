@@ -316,6 +316,37 @@ def test_a_resampled_token_is_verified_by_every_guide_again(tiny_lm):
     assert out.tokens[0] not in (top, second), (top, second, out.tokens)
 
 
+class _Only(Guide):
+    """Masks the step to `ids` (a narrowing of less authority, as the names monitor's redo)."""
+    stateless = True
+
+    def __init__(self, ids):
+        self.ids = np.array(sorted(ids))
+
+    def mask(self, row):
+        return self.ids
+
+
+def test_a_mask_of_less_authority_yields_to_a_refusal_it_leaves_nothing_of(tiny_lm):
+    # sitetree's `get_tree_item_model(tree_alias)`: the names monitor redid a name (its mask:
+    # names in scope) where the call monitor, above it, takes no further argument (its refusal:
+    # `)`). The two had nothing in common and the refusal was passed over: the name stood. A
+    # refusal now yields only to the masks of the guides above it.
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "def f(x):\n    return x")
+    s = SamplingConfig(max_new_tokens=1)
+    size = eng.vocab.size
+    top = eng.generate([RowSpec(prompt, guides=[])], s)[0].tokens[0]
+    others = [i for i in range(size) if i != top]
+    out = eng.generate([RowSpec(prompt, guides=[_Ban({top}, size), _Only({top})])], s)[0]
+    assert out.tokens[0] != top, out.tokens                  # the refusal of more authority wins
+    first = eng.generate([RowSpec(prompt, guides=[_Ban({top}, size)])], s)[0].tokens[0]
+    assert out.tokens[0] == first                             # sampled from the unmasked logits
+    # a mask above the refusing guide still holds: nothing in common with it, the token stands
+    out = eng.generate([RowSpec(prompt, guides=[_Only({top}), _Ban({top}, size), _Only({top})])], s)[0]
+    assert out.tokens[0] == top and len(others) == size - 1
+
+
 class _Refuser(Guide):
     """Refuses (by `check`) every token; records what it was asked to check."""
     stateless = True     # a test double: what it records or latches survives cuts

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import torch
 from transformers import LogitsProcessor
 
@@ -95,11 +96,15 @@ class GuidesLogitsProcessor(LogitsProcessor):
                 scores[i, self.eos] = 0.0         # end the row
                 continue
             allowed = mask_of(row, gs)            # the step's phases 2-3 (step.py) on this row
+            raw = None
             if allowed is not None and len(allowed):
+                raw = scores[i].clone()
                 keep_only(scores[i], allowed)
             top = int(greedy(scores[i]))          # verified when it is the top-1 choice
             refused = refusal_of(row, gs, top, allowed) if gs and top < len(self.vocab.texts) else None
             if refused is not None:
+                if raw is not None and not len(np.intersect1d(refused, allowed)):
+                    scores[i].copy_(raw)          # a mask of less authority yielded (step.py)
                 keep_only(scores[i], refused)
             elif (allowed is None or not len(allowed)) and top in self.eos:
                 settle_declining(row, gs)         # about to end: what is owed is recorded

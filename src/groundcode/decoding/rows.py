@@ -92,6 +92,7 @@ class Row:
         self.rollbacks = 0
         self.constrained = 0
         self.allowed = None              # this step's combined mask (step.py), for the verdict
+        self.raw_logits = None           # this step's logits before that mask (a refusal of more authority)
         self.steps = 0
         self.held = False                # this step: a guide holds the row (an answer it needs
                                          #   first is running): no token, its logits kept

@@ -49,15 +49,22 @@ def mask_of(view, guides):
 
 def refusal_of(view, guides, tok: int, allowed=None):
     """Phase 3's verdict on `tok`: the mask of the first guide that refuses it (intersected with
-    `allowed`, the step's mask, when there is one; a refusal with nothing in common with it
-    passes to the next guide), or None: the token stands."""
-    for g in guides:
+    `allowed`, the step's mask, when there is one), or None: the token stands. A refusal with
+    nothing in common with the step's mask is intersected with the masks of the guides above it
+    alone — a mask of less authority yields (the names monitor redoing a name where the call
+    monitor takes no further argument: sitetree's `get_tree_item_model(tree_alias)`) — and
+    passes to the next guide only where those leave nothing either."""
+    for i, g in enumerate(guides):
         m = g.check(view, tok)
         if m is None or not len(m):
             continue
         if allowed is None:
             return m
         both = np.intersect1d(np.asarray(m), np.asarray(allowed), assume_unique=False)
+        if len(both):
+            return both
+        above = combine(h.mask(view) for h in guides[:i])
+        both = np.asarray(m) if above is None else np.intersect1d(np.asarray(m), above)
         if len(both):
             return both
     return None
@@ -92,7 +99,7 @@ class RowStep:
         """Phases 1-2 on this row's logits (a [V] tensor, changed in place): True if a mask was
         applied; None if a guide failed (the row ended)."""
         v = r.view
-        r.allowed = None
+        r.allowed = r.raw_logits = None
         r.held = False
         if not r.live or v.forced or r.settling is not None:
             return False
@@ -108,6 +115,7 @@ class RowStep:
             return None
         if allowed is None:
             return False
+        r.raw_logits = logits.clone()           # (a refusal of more authority may need them)
         keep_only(logits, allowed)
         r.allowed = allowed
         r.constrained += 1
@@ -179,6 +187,9 @@ class RowStep:
             m = self.refusal(r, tok, allowed)
             if m is None:
                 return tok
+            raw = r.raw_logits
+            if allowed is not None and raw is not None and not len(np.intersect1d(m, allowed)):
+                logits.copy_(raw)                 # a mask of less authority yielded (refusal_of)
             keep_only(logits, m)
             allowed = m
             r.constrained += 1
