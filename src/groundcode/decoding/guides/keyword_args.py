@@ -323,34 +323,37 @@ class KeywordArgMonitor(CallOpener, Guide):
             return False
         return self.scan.positional >= sum(p.kind != "keyword" for p in self.sig.params)
 
-    def _closes_short(self, t: str) -> bool:
-        """Would token `t` close the call while a required parameter is still unbound?"""
-        if not self.arity or ")" not in t:
-            return False
-        probe = self.scan.copy()
-        for c in t:
-            arg = probe._arg
-            probe.step(c)
-            probe.pos += 1
-            if probe.closed:
-                probe._arg = arg              # (closing counted it already: count it once)
-                probe.positional -= arg == 1
-                return self._missing(probe, pending=True)
-        return False
-
-    def _after_argument(self, t: str) -> str | None:
-        """The text token `t` writes before its `)` where that closes the call right after an
-        argument (its end in `t`, or written before it; blanks apart): a required parameter is
-        unbound, so another argument must follow — a comma. None if no argument is written."""
+    def _close_in(self, t: str):
+        """Where token `t` closes the call: (offset in `t`, the argument state just before the
+        `)`, the scanner after it), or None."""
         probe = self.scan.copy()
         for k, c in enumerate(t):
             arg = probe._arg
             probe.step(c)
             probe.pos += 1
             if probe.closed:
-                pre = t[:k]
-                return ("" if not pre.strip() else pre) if arg != 0 else None
+                return k, arg, probe
         return None
+
+    def _closes_short(self, t: str) -> bool:
+        """Would token `t` close the call while a required parameter is still unbound?"""
+        found = self._close_in(t) if self.arity and ")" in t else None
+        if found is None:
+            return False
+        _, arg, probe = found
+        probe._arg = arg                      # (closing counted it already: count it once)
+        probe.positional -= arg == 1
+        return self._missing(probe, pending=True)
+
+    def _after_argument(self, t: str) -> str | None:
+        """The text token `t` writes before its `)` where that closes the call right after an
+        argument (its end in `t`, or written before it; blanks apart): a required parameter is
+        unbound, so another argument must follow — a comma. None if no argument is written."""
+        found = self._close_in(t)
+        if found is None or found[1] == 0:
+            return None
+        pre = t[:found[0]]
+        return "" if not pre.strip() else pre
 
     def _comma_past_end(self, row: RowView, t: str) -> bool:
         """Would token `t` write a top-level comma after which nothing is left to bind (every
