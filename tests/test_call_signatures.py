@@ -202,3 +202,56 @@ def test_the_tokens_that_redo_a_refused_close_begin_the_next_argument():
     got = lambda pre="": [vocab.texts[i] for i in commas(vocab, pre)]  # noqa: E731
     assert got() == [",", " ,", ", ", ",\n", "\t,x"]
     assert got('"') == ['"', '",']
+
+
+def test_an_argument_begun_in_the_token_that_opens_the_call_is_judged_before_it():
+    # qwen's `(tree` opens sitetree's `get_tree_item_model()` and begins an argument in one
+    # token: the call opened only once that token was accepted, and the argument it began was
+    # never judged (session 37: `get_tree_item_model(tree_alias)`, a call error). Now a token
+    # that opens a call is judged before it is accepted: `(` alone, or `()`, where nothing is
+    # required; a keyword the callee does not take, merged the same way, likewise
+    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView
+    from groundcode.decoding.guides.keyword_args import KeywordArgMonitor
+    from groundcode.decoding.vocab import VocabIndex
+
+    sigs = {"nothing": CallSignature("nothing"),
+            "pair": CallSignature("pair", (ParamSpec("a", "either", True), ParamSpec("b", "either", True))),
+            "opt": CallSignature("opt", (ParamSpec("tree", "keyword"),))}
+
+    class Sigs:
+        def ask(self, q):
+            return Answered(SignatureAnswer(sigs.get(q.name)))
+
+        def deadline(self):
+            return 1.0
+
+    tokens = ["", "x", " =", " nothing", " pair", " opt", "(", "()", "():", "(tree", "(tr", "(\n",
+              "(ok=", "(tree=", "( ", ")"]
+    ids = {t: i for i, t in enumerate(tokens)}
+    before = "def run(tree):\n    "
+    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                      starts_at_line=False)
+
+    def judged(callee, tok):
+        mon = KeywordArgMonitor(Sigs(), reproducible=True)
+        row = RowView(0, ctx, VocabIndex(tokens))
+        mon.reset(row)
+        for t in ["x", " =", " " + callee]:
+            assert mon.check(row, ids[t]) is None
+            row.tokens.append(ids[t])
+            row.text += t
+            row.ends.append(len(row.text))
+            mon.advance(row, ids[t])
+        got = mon.check(row, ids[tok])
+        return None if got is None else sorted(tokens[i] for i in got)
+
+    assert judged("nothing", "(tree") == ["(", "(\n", "( ", "()", "():"]
+    assert judged("nothing", "(tree=") == ["(", "(\n", "( ", "()", "():"]
+    assert judged("nothing", "()") is None and judged("nothing", "(") is None
+    assert judged("pair", "(tree") is None                       # a positional argument it takes
+    assert judged("pair", "()") == sorted(t for t in tokens if ")" not in t)   # `()`: as before
+    assert judged("pair", "(ok=") == ["(", "(\n", "( "]           # no such keyword; b required
+    assert judged("opt", "(tr") is None and judged("opt", "(tree=") is None   # may become `tree=`
+    assert judged("opt", "(ok=") == ["(", "(\n", "( ", "()", "():"]

@@ -28,9 +28,10 @@ States (one row):
                  bound yet, by position or by keyword); a token that
                  would close the call while a required parameter is unbound is resampled
                  without `)` (right after an argument: among tokens that begin with `,`) —
-                 also `()` in the very token that opens the call (checked before it is
-                 accepted). `*x`/`**x` arguments end the arity check (what they bind
-                 cannot be told).
+                 also `()` in the very token that opens the call, and an argument that token
+                 begins which the callee cannot take (`(tree` for `f()`: redone as `(` alone;
+                 checked before it is accepted). `*x`/`**x` arguments end the arity check
+                 (what they bind cannot be told).
              The closing `)` at depth 0 goes back to WAIT. `**kwargs` signatures are left free.
              Where the monitor is reproducible, each signature is waited for (a run must not
              depend on the analyzer's speed); else an answer still running leaves decoding free.
@@ -43,7 +44,8 @@ Checkpoints are the engine's (`snapshot`/`restore`); a wrong keyword is a propos
 `rolled_back`, once the engine has taken that cut. Text from the current argument's start on
 is held back (`final_upto`) where such a cut may come.
 Nested calls inside the arguments are not followed (one call at a time); a keyword merged into
-the same token as the `(` (`(Foo=`) is seen too late to be redone and is only recorded.
+the same token as the `(` (`(Foo=`) is refused before that token where the signature is in
+(reproducible: always); one that lands later sees it too late and only records it.
 Not here: where signatures come from (analysis/sdk.py: boto3; jedi_worker.call_signature: any
 callee Jedi resolves, one signature; lsp_messages.signature: the servers), tensors, the loop.
 Test: tests/test_sdk.py, tests/test_call_signatures.py.
@@ -58,7 +60,7 @@ from ...analysis.base import SignatureQuery
 from ...pycode import ArgScanner, Lexer, ident_run, receiver_before
 from .base import Guide, Rollback, RowView, TriggerRecord
 from .token_sets import closing as _closing, commas as _commas, ident_start as _ident_start, \
-    starting as _starting, without as _without
+    opening as _opening, starting as _starting, without as _without
 
 WAIT, ARGS, NARROW = "wait", "args", "narrow"
 
@@ -199,32 +201,39 @@ class KeywordArgMonitor(CallOpener, Guide):
     def _opened(self, row: RowView, ans, callee: str, call_start: int) -> None:
         self._open_call(row, ans.signature, callee, call_start)
 
-    def _opens_short(self, row: RowView, t: str) -> bool:
-        """WAIT: does token `t` open a call and close it at once (`()`) while its callee
-        requires an argument? (Seen only here: the call opens and ends inside the token.)"""
+    def _opens_wrong(self, row: RowView, t: str) -> np.ndarray | None:
+        """WAIT: the tokens to redo token `t` among where it opens a call and, inside itself,
+        closes it while the callee requires an argument (`()`: without `)`), or begins an
+        argument the callee cannot take — past its positional parameters, no keyword left
+        that the name may become, or a keyword it does not take (qwen's `(tree` for sitetree's
+        `get_tree_item_model()`: the call opened only after the token, its argument was never
+        judged): tokens that write the `(` alone. None: `t` is fine, or cannot be judged."""
         j = t.find("(")
-        if not self.arity or j < 0 or ")" not in t[j:] or "\n" in t[:j] or "\r" in t[:j]:
-            return False               # (a line break before it: the lexer would learn a line
+        if not self.arity or j < 0 or not t[j + 1:].strip(" \t\r\n") or "\n" in t[:j] or "\r" in t[:j]:
+            return None                # (a line break before it: the lexer would learn a line
                                        # start from text that may be refused)
         full = self.prefix + row.text + t[: j + 1]
         callee = self._callee(full, len(full) - 1)
         if not callee:
-            return False
-        scan = ArgScanner()
-        closed = False
-        for c in t[j + 1:]:
-            scan.step(c)
-            scan.pos += 1
-            if scan.closed:
-                closed = True
-                break
-        if not closed:
-            return False
+            return None
+        scan = ArgScanner().feed(t[j + 1:])
         ans = ask_signature(self, callee, row.text + t[: j + 1]).result(0)
         sig = ans.signature if ans is not None else None
         if sig is None or sig.var_keyword and not sig.required:
-            return False
-        return self._missing(scan, sig=sig)
+            return None
+        if scan.closed:
+            ids = _without(row.vocab, ")") if self._missing(scan, sig=sig) else None
+        elif sig.var_keyword or sig.var_positional or scan.unpacked:
+            return None
+        else:
+            takes = sum(p.kind != "keyword" for p in sig.params)
+            eq = [scan.ident] if scan.name_at >= 0 and scan._after.strip(" \t") == "=" else []
+            past = scan.positional + (scan._arg == 1 and not eq) > takes and not (  # (`(k=` ends it)
+                scan.reading and any(k.startswith(scan.ident) for k in sig.keywords()))
+            if not past and all(u in sig.keywords() for u in scan.used + eq):
+                return None
+            ids = _opening(row.vocab, t[: j + 1], not sig.required)
+        return ids if ids is not None and len(ids) else None
 
     def _poll(self, row: RowView) -> int | None:
         """WAIT with a signature owed: has it landed? Open the call if it is still open (and
@@ -379,9 +388,8 @@ class KeywordArgMonitor(CallOpener, Guide):
         return False
 
     def check(self, row: RowView, token: int) -> np.ndarray | None:
-        if self.state == WAIT and self.pending is None and self._opens_short(row, row.vocab.texts[token]):
-            ids = _without(row.vocab, ")")
-            return ids if len(ids) else None
+        if self.state == WAIT and self.pending is None:
+            return self._opens_wrong(row, row.vocab.texts[token])
         if self.state != ARGS:
             return None
         t = row.vocab.texts[token]

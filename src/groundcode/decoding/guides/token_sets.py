@@ -57,3 +57,17 @@ def without(vocab, ch: str) -> np.ndarray:
     if ids is None:
         ids = cache[ch] = np.array([i for i, s in enumerate(vocab.texts) if ch not in s], dtype=np.int64)
     return ids
+
+
+def opening(vocab, head: str, close: bool) -> np.ndarray:
+    """Ids of the tokens that write `head` (the text up to and with a call's `(`) and nothing
+    after it but blanks and line breaks — or, where `close` (no parameter is required), `)` and whatever
+    follows it: what may open a call whose first argument the refused token began wrongly.
+    Cached."""
+    cache = on_vocab(vocab, "_kw_opening", dict)
+    ids = cache.get((head, close))
+    if ids is None:
+        n = len(head)
+        ids = cache[(head, close)] = np.array([i for i, s in enumerate(vocab.texts) if s.startswith(head) and (
+            not s[n:].strip(" \t\r\n") or close and s[n:].lstrip(" \t").startswith(")"))], dtype=np.int64)
+    return ids
