@@ -7,6 +7,7 @@ for the lines the completion writes).
     bound_inside(leaf)           # is this parso definition a lambda's parameter or a
                                  # comprehension's target?
     read_inside(leaf)            # is this parso load inside a scope that binds it?
+    leaves(node)                 # a parso tree's leaves (and error nodes), in order
 Test: tests/test_names_monitor.py.
 """
 from __future__ import annotations
@@ -43,20 +44,26 @@ def read_inside(leaf) -> bool:
             if c.type == "comp_for":             # `async for`: its sync_comp_for inside
                 comps.extend(k for k in c.children if k.type == "sync_comp_for")
                 continue
-            if any(n.type == "name" and n.value == name for n in _leaves(c.children[1])):
+            if any(n.type == "name" and n.value == name for n in leaves(c.children[1])):
                 return True
             comps.extend(k for k in c.children[2:] if k.type in ("sync_comp_for", "comp_for"))
         p = p.parent
     return False
 
 
-def _leaves(node):
-    kids = getattr(node, "children", None)
-    if kids is None:
-        yield node
-        return
-    for k in kids:
-        yield from _leaves(k)
+def leaves(node):
+    """The leaves of a parso tree in order, each error node also yielded before its own (the
+    scope reader of python_scope.py looks for them)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kids = getattr(n, "children", None)
+        if kids is None:
+            yield n
+        else:
+            if n.type == "error_node":
+                yield n
+            stack.extend(reversed(kids))
 
 
 def inner_only(region: str, cursor: int) -> frozenset:

@@ -30,7 +30,7 @@ import parso
 
 from ..pycode import indent_width, lex
 from .python_bindings import module_names  # noqa: F401  (re-exported: python_modules reads it here)
-from .python_inner_names import bound_inside, inner_only, read_inside
+from .python_inner_names import bound_inside, inner_only, leaves as _leaves, read_inside
 
 IMPLICIT = frozenset(dir(builtins)) | frozenset({
     "__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
@@ -243,19 +243,6 @@ def _target_value(leaf):
         return kids[3] if len(kids) > 3 and leaf.end_pos <= kids[2].start_pos else None
     eqs = [k for k in kids if k.type == "operator" and k.value == "="]
     return kids[-1] if eqs and leaf.end_pos <= eqs[-1].start_pos else None
-
-
-def _leaves(node):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        kids = getattr(n, "children", None)
-        if kids is None:
-            yield n
-        else:
-            if n.type == "error_node":
-                yield n
-            stack.extend(reversed(kids))
 
 
 def _in_lambda_body(leaf) -> bool:
