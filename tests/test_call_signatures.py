@@ -202,6 +202,11 @@ def test_the_tokens_that_redo_a_refused_close_begin_the_next_argument():
     got = lambda pre="": [vocab.texts[i] for i in commas(vocab, pre)]  # noqa: E731
     assert got() == [",", " ,", ", ", ",\n", "\t,x"]
     assert got('"') == ['"', '",']
+    # no token writes that text and a comma: the tokens without `)` (it was none: the `)` went
+    # through)
+    from groundcode.decoding.guides.token_sets import next_argument
+    assert [vocab.texts[i] for i in next_argument(vocab, "'")] == [t for t in vocab.texts if ")" not in t]
+    assert list(next_argument(vocab, '"')) == list(commas(vocab, '"'))
 
 
 def test_an_argument_begun_in_the_token_that_opens_the_call_is_judged_before_it():

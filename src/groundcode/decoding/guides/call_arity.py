@@ -54,7 +54,7 @@ from ...languages.typescript_scan import _scan_code, _State
 from ...lines import ECMASCRIPT as EOL
 from .base import Guide, RowView, TriggerRecord
 from .keyword_args import WAIT, CallOpener, ask_signature
-from .token_sets import closing as _closing, commas as _commas, without as _without
+from .token_sets import closing as _closing, next_argument as _next_argument, without as _without
 
 ARGS = "args"                # (WAIT: the call opener's, keyword_args)
 _NOT_CALLS = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function", "typeof",
@@ -230,7 +230,7 @@ class CallArityMonitor(CallOpener, Guide):
         elif a.closed >= 0 and a.count < need:   # closes with a required parameter unbound:
             pre = t[:max(0, a.closed - (len(call) - len(t)))]   # right after an argument, a comma
             pre = "" if not pre.strip() else pre                 # (after what the token wrote first)
-            ids = _commas(row.vocab, pre) if call[a.last:a.closed].strip() else _without(row.vocab, ")")
+            ids = _next_argument(row.vocab, pre) if call[a.last:a.closed].strip() else _without(row.vocab, ")")
         else:
             return None
         self.record.constrained = True

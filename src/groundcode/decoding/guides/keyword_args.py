@@ -59,7 +59,7 @@ import numpy as np
 from ...analysis.base import SignatureQuery
 from ...pycode import ArgScanner, Lexer, ident_run, receiver_before
 from .base import Guide, Rollback, RowView, TriggerRecord
-from .token_sets import closing as _closing, commas as _commas, ident_start as _ident_start, \
+from .token_sets import closing as _closing, ident_start as _ident_start, next_argument as _next_argument, \
     opening as _opening, starting as _starting, without as _without
 
 WAIT, ARGS, NARROW = "wait", "args", "narrow"
@@ -396,7 +396,7 @@ class KeywordArgMonitor(CallOpener, Guide):
         if self._closes_short(t):            # `)` while a required parameter is unbound
             self.record.constrained = True   # (right after an argument: the next one begins;
             pre = self._after_argument(t)
-            ids = _commas(row.vocab, pre) if pre is not None else _without(row.vocab, ")")
+            ids = _next_argument(row.vocab, pre) if pre is not None else _without(row.vocab, ")")
             return ids if len(ids) else None  # a line break there led to `}`: pyuploadcare)
         if self._comma_past_end(row, t):     # `, ` with nothing left to bind, on one line
             self.record.constrained = True

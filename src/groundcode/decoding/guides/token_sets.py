@@ -50,6 +50,14 @@ def commas(vocab, pre: str = "") -> np.ndarray:
     return ids
 
 
+def next_argument(vocab, pre: str = "") -> np.ndarray:
+    """What redoes a `)` refused right after an argument: `commas(vocab, pre)`, or where no
+    token writes `pre` and a comma, the tokens without `)` (it was: none, and the `)` went
+    through)."""
+    ids = commas(vocab, pre)
+    return ids if len(ids) else without(vocab, ")")
+
+
 def without(vocab, ch: str) -> np.ndarray:
     """Ids of the tokens whose text does not hold `ch`, cached on the vocab."""
     cache = on_vocab(vocab, "_kw_without", dict)
