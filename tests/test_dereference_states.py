@@ -346,3 +346,20 @@ def test_call_sites_ask_about_an_unannotated_parameter():
     for tok in ["        ", "return", " ", "foo", "."]:
         _feed(mon, row, tok)
     assert fa.calls and mon.state == NARROW and mon.nar.names == {"size", "append"}
+
+
+def test_a_member_the_same_statement_assigns_is_not_one_on_its_right():
+    # `self.foo = self.foo ...`: the right side runs before the assignment, so a member that
+    # only this statement assigns does not exist there (pyuploadcare's
+    # `self._request_limit = self._request_limit - value`, session 36: let through). Once the
+    # statement is complete, it does.
+    fa = FakeAnalyzer({"self": ["size"]})
+    mon = DereferenceMonitor(fa, verify_first=False)
+    row = _row()
+    mon.reset(row)
+    for tok in ["        ", "self", ".", "foo", " ", "=", " ", "self", "."]:
+        _feed(mon, row, tok)
+    assert mon.state == NARROW and mon.nar.names == {"size"}
+    for tok in ["size", "\n", "        ", "return", " ", "self", "."]:
+        _feed(mon, row, tok)
+    assert mon.state == NARROW and mon.nar.names == {"size", "foo"}

@@ -11,7 +11,8 @@ import hashlib
 import re
 
 
-from ...pycode import (assigned_attributes, docstring_types, function_header, ident_run, imported_names, used_attributes)
+from ...pycode import (Lexer, assigned_attributes, docstring_types, function_header, ident_run, imported_names,
+                       used_attributes)
 from ...analysis.base import MembersQuery
 from .base import RowView
 
@@ -162,12 +163,14 @@ class KeyPolicy:
 
     def _extra(self, receiver: str, upto_dot: str) -> set[str]:
         """Attributes the text assigns to `receiver` (`self.x = ...` in the class's other
-        methods, or already written here): members once that code has run. For `self`/`cls`
+        methods, or already written here, before the statement the dot is in): members once
+        that code has run. For `self`/`cls`
         also those the class's own code reads (`self.value` in another method: set by a
         subclass or the host of a mixin, it exists when the class's code runs)."""
         if not _DOTTED.match(receiver):
             return set()
-        found = assigned_attributes(self.body_prefix + upto_dot, receiver)
+        text = self.body_prefix + upto_dot       # (not the statement the dot is in: its right
+        found = assigned_attributes(text[: Lexer(text).line_start()], receiver)   # side runs first)
         if ident_run(receiver) in ("self", "cls"):
             known = self._class_attrs.get(receiver)
             if known is None:                     # the class's text is fixed: scan it once
