@@ -169,6 +169,7 @@ class Watch:
 
 
 def record(w: Watch, site: dict, grounded: bool, fn: str) -> dict:
+    from groundcode.evaluation.metrics import edit_sim
     g = w.gen
     r = {"function": fn, "line": site["line"], "grounded": grounded, "error": w.error,
          "first_text_ms": None if w.first_text_ms is None else round(w.first_text_ms, 1)}
@@ -180,7 +181,8 @@ def record(w: Watch, site: dict, grounded: bool, fn: str) -> dict:
                   "prompt_tokens": g.prompt_tokens, "tokens_cached": g.tokens_cached,
                   "triggers": len(g.triggers or []),
                   "completion": g.completion[:200],
-                  "exact": g.completion.strip() == site["reference"]})
+                  "exact": g.completion.strip() == site["reference"],
+                  "edit_sim": round(edit_sim(site["reference"], g.completion.strip()), 4)})
     return r
 
 
@@ -271,7 +273,8 @@ def summary(rows: list[dict], grounded: bool) -> dict:
     for r in rs:
         reasons[r["finish_reason"]] = reasons.get(r["finish_reason"], 0) + 1
     s = {"requests": len(rs), "errors": sum(1 for r in rows if r["grounded"] == grounded and r["error"]),
-         "finish_reasons": reasons, "exact_lines": sum(1 for r in rs if r.get("exact"))}
+         "finish_reasons": reasons, "exact_lines": sum(1 for r in rs if r.get("exact")),
+         "edit_sim_mean": round(sum(r.get("edit_sim", 0) for r in rs) / max(1, len(rs)), 4)}
     for key in ("first_token_ms", "first_text_ms", "total_ms", "queue_ms", "prefill_ms",
                 "analysis_ms", "decode_ms", "tokens", "prompt_tokens", "tokens_cached"):
         vals = [r.get(key) for r in rs]
@@ -326,7 +329,8 @@ def table(res: dict) -> list[str]:
                    f"({'meets' if b['first_token_meets'] else 'over by ' + str(b['first_token_over_by_ms'])}); "
                    f"full line p75 {b['full_line_p75_ms']} ms vs 700 "
                    f"({'meets' if b['full_line_meets'] else 'over by ' + str(b['full_line_over_by_ms'])}); "
-                   f"exact lines {res['patient'][name]['exact_lines']}/{res['patient'][name]['requests']}")
+                   f"exact lines {res['patient'][name]['exact_lines']}/{res['patient'][name]['requests']}, "
+                   f"edit similarity {res['patient'][name]['edit_sim_mean']}")
     for name in ("grounded", "plain"):
         e = res["editor"][name]
         out.append(f"editor pass ({res['gap_ms']:.0f} ms per line), {name}: first token in time "
