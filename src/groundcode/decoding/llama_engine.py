@@ -36,6 +36,10 @@ from .rows import Row
 from .step import RowStep
 
 KEPT = 0              # the sequence that keeps the last prompt (the prefix cache)
+WIDE = 8              # a forward of this many tokens or more (a prefill) keeps every thread while an
+                      # analyzer works: its operations are long, so a descheduled thread costs it
+                      # little; on one thread fewer a line end's prefill took 37 against 27 ms a
+                      # token (qwen, the editor; docs/EDITORS.md, session 38)
 
 
 class _Seq:
@@ -161,13 +165,14 @@ class LlamaEngine:
     def decode(self, tokens, positions, seqs, wanted, steady: bool = False) -> torch.Tensor:
         """One llama_decode; on one thread fewer while an analyzer works in another process
         (analysis/working.py: llama.cpp's threads wait for each other at every operation, and
-        one of them descheduled stalls the forward). `steady`: on `self.steady` threads."""
+        one of them descheduled stalls the forward), unless it feeds `WIDE` tokens or more.
+        `steady`: on `self.steady` threads."""
         with self._lock:
             if steady and self.steady:
                 if self.runner.threads != self.steady:
                     self.runner.set_threads(self.steady)
             elif self.threads:
-                n = max(1, self.threads - 1) if working.now() else self.threads
+                n = max(1, self.threads - 1) if working.now() and len(tokens) < WIDE else self.threads
                 if n != self.runner.threads:
                     self.runner.set_threads(n)
             out = self.runner.decode(tokens, positions, seqs, wanted)
