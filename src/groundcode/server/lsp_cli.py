@@ -3,7 +3,7 @@ imported only when the command runs (server/lsp.py).
 
     groundcode lsp [--model tiny] [--workspace DIR ...] [--max-new-tokens 64] [--debounce-ms 50]
                    [--stop auto|statement|line|block] [--deadline 30] [--analysis-deadline 2]
-                   [--no-monitor] [--suffix-tokens 128]
+                   [--no-monitor] [--suffix-tokens 0]
 
 Tested by tests/test_lsp_server.py and tests/test_lsp_nvim.py (which start it as a process).
 """
@@ -39,9 +39,10 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
                                                   "installed libraries the analyzer sees (default: "
                                                   "the workspace's .venv, else this one)"),
             no_monitor: bool = typer.Option(False, "--no-monitor", help="plain decoding (no grounding)"),
-            suffix_tokens: int = typer.Option(128, "--suffix-tokens", help="the code after the cursor "
+            suffix_tokens: int = typer.Option(0, "--suffix-tokens", help="the code after the cursor "
                                               "a fill-in-the-middle model sees (tokens; re-read at every "
-                                              "keystroke: longer is slower on a CPU)"),
+                                              "keystroke: longer is slower on a CPU; 0: none, the "
+                                              "editor's measured best, docs/EDITORS.md)"),
             lookahead: int = typer.Option(2, "--lookahead", help="after a suggestion, this many rows "
                                           "with other first characters run while idle: drafts for "
                                           "the next keystroke (0: off)"),
@@ -77,7 +78,7 @@ def lsp_cmd(model: Optional[str] = typer.Option(None, "--model", "-m", help="reg
 
 def _prepare(model, workspace, device, dtype, max_new_tokens, stop, debounce_ms, deadline, python,
              no_monitor, lookahead: int = 2, trust: bool = False, analyzer: str = "jedi",
-             analysis_deadline: float = 2.0, suffix_tokens: int = 128):
+             analysis_deadline: float = 2.0, suffix_tokens: int = 0):
     """Check the flags (one-line errors) and start loading the model: (Completer, serve)."""
     from ..config import MonitorConfig, PromptConfig
     from ..errors import GroundcodeError
