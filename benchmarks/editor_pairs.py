@@ -50,9 +50,9 @@ def main() -> None:
         out["runs"][name] = {
             "model": res.get("model"), "dtype": res.get("dtype"), "suffix_tokens": res.get("suffix_tokens"),
             "load_before": res.get("load_before"), "load_after": res.get("load_after"),
-            "first_token_p50_ms": pct([r.get("first_token_ms") for r in sel], 50),
-            "full_line_p75_ms": pct([r.get("total_ms") for r in sel], 75),
-            "prompt_tokens_p50": pct([r.get("prompt_tokens") for r in sel], 50),
+            "first_token_p50_ms": pct([r.get("first_token_ms") for r in sel], 0.5),
+            "full_line_p75_ms": pct([r.get("total_ms") for r in sel], 0.75),
+            "prompt_tokens_p50": pct([r.get("prompt_tokens") for r in sel], 0.5),
             "exact": sum(bool(r.get("exact")) for r in sel),
             "edit_sim_mean": round(sum(r["edit_sim"] for r in sel) / len(sel), 4)}
     for metric in ("exact", "edit_sim"):
