@@ -260,3 +260,49 @@ def test_an_argument_begun_in_the_token_that_opens_the_call_is_judged_before_it(
     assert judged("pair", "(ok=") == ["(", "(\n", "( "]           # no such keyword; b required
     assert judged("opt", "(tr") is None and judged("opt", "(tree=") is None   # may become `tree=`
     assert judged("opt", "(ok=") == ["(", "(\n", "( ", "()", "():"]
+
+
+def test_text_after_a_call_whose_signature_is_still_running_is_not_final():
+    # the editor never waits: a call opened at the cursor (`pair(`) whose signature lands after
+    # `ok=` was written rolls that keyword back to the argument's start; that text must not have
+    # been declared final meanwhile (qwen in the editor, sitetree's `sitetree_tree(`: "a guide
+    # cut below text it had declared final", session 38)
+    from groundcode.analysis.base import CallSignature, ParamSpec, SignatureAnswer
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView, as_rollback
+    from groundcode.decoding.guides.keyword_args import KeywordArgMonitor
+    from groundcode.decoding.vocab import VocabIndex
+
+    class Late:
+        def __init__(self):
+            self.landed = False
+
+        def result(self, timeout=0):
+            sig = CallSignature("pair", (ParamSpec("a", "either", True), ParamSpec("b", "either", True)))
+            return SignatureAnswer(sig) if self.landed else None
+
+    ticket = Late()
+
+    class Sigs:
+        def ask(self, q):
+            return ticket
+
+        def deadline(self):
+            return 1.0
+
+    tokens = ["", "ok", "=", "1", ",", " b", ")"]
+    before = "def run(x):\n    return pair("
+    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                      starts_at_line=False)
+    mon = KeywordArgMonitor(Sigs())
+    row = RowView(0, ctx, VocabIndex(tokens))
+    mon.reset(row)
+    got = None
+    for t in ["ok", "=", "1"]:
+        ticket.landed = t == "1"
+        row.tokens.append(tokens.index(t))
+        row.text += t
+        row.ends.append(len(row.text))
+        got = as_rollback(mon.advance(row, tokens.index(t)))
+        assert got is not None or mon.final_upto(row) == 0, (t, mon.final_upto(row))
+    assert got is not None and got.length == 0 and got.reason == "wrong keyword"

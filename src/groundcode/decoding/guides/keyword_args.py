@@ -42,7 +42,7 @@ States (one row):
 Checkpoints are the engine's (`snapshot`/`restore`); a wrong keyword is a proposal
 (`Rollback(argument start, "wrong keyword", (owed text, the call))`) and NARROW is entered in
 `rolled_back`, once the engine has taken that cut. Text from the current argument's start on
-is held back (`final_upto`) where such a cut may come.
+is held back (`final_upto`) where such a cut may come; from the `(` while its signature runs.
 Nested calls inside the arguments are not followed (one call at a time); a keyword merged into
 the same token as the `(` (`(Foo=`) is refused before that token where the signature is in
 (reproducible: always); one that lands later sees it too late and only records it.
@@ -176,8 +176,11 @@ class KeywordArgMonitor(CallOpener, Guide):
         self._candidates(row)
 
     def final_upto(self, row: RowView) -> int:
-        """A wrong keyword cuts back to where its argument began: text from there is held."""
-        if self.state == WAIT or self.keyword_only or not self.rollback:
+        """A wrong keyword cuts back to where its argument began: text from there is held (from
+        the `(` on while the call's signature is still running: it may land and cut there)."""
+        if self.state == WAIT:
+            return min(len(row.text), self.pending[2]) if self.pending and self.rollback else len(row.text)
+        if self.keyword_only or not self.rollback:
             return len(row.text)
         return min(len(row.text), self.call_start + self.scan.arg_at)
 
