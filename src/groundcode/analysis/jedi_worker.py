@@ -380,8 +380,8 @@ def _decorated(sig, name: str) -> bool:
 
 def _declares_none(sig) -> bool:
     """Is the callee an undecorated `def` of the source that declares no parameters (a method:
-    none past its `self`/`cls`)? Then no parameters is read, not guessed (sitetree's
-    `get_tree_item_model()`, called with two arguments)."""
+    none past its `self`/`cls`, and more than a stub)? Then no parameters is read, not guessed
+    (sitetree's `get_tree_item_model()`, called with two arguments)."""
     try:
         node = sig._signature.value.tree_node
     except Exception:                       # a compiled callable, or another Jedi
@@ -389,10 +389,28 @@ def _declares_none(sig) -> bool:
     if node is None or node.type != "funcdef" or _decorators(node):
         return False
     names = [p.name.value for p in node.get_params()]
-    if names and names[0] in ("self", "cls") and node.search_ancestor("classdef", "funcdef") is not None \
-            and node.search_ancestor("classdef", "funcdef").type == "classdef":
+    owner = node.search_ancestor("classdef", "funcdef")
+    if names and names[0] in ("self", "cls") and owner is not None and owner.type == "classdef":
         names = names[1:]
+        if _stub(node):      # a hook its subclasses override with parameters (pyrser's
+            return False     # `DirectiveWrapper.begin(self): pass`, called `begin(parser, *args)`)
     return not names and not any(p.star_count for p in node.get_params())
+
+
+def _stub(node) -> bool:
+    """Is the body of this `def` only a docstring, `pass`, `...` or `raise NotImplementedError`?"""
+    import ast
+    import textwrap
+    try:
+        body = ast.parse(textwrap.dedent(node.get_code().lstrip("\r\n"))).body[0].body
+    except Exception:                       # partial code around it: not known to be one
+        return False
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return all(isinstance(b, ast.Pass) or isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+               and b.value.value is Ellipsis or isinstance(b, ast.Raise) and "NotImplementedError" in ast.unparse(b)
+               for b in body)
 
 
 def _decorators(node) -> list[str]:
