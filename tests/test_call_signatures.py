@@ -60,7 +60,7 @@ def test_jedi_reads_kinds_defaults_and_star_parameters():
                 and not got.signature.var_positional and not got.signature.var_keyword, got
         assert _ask(a, "wrapped(", "", "wrapped").failed == "no parameters"
         # a method whose body is a stub is a hook its subclasses override with parameters
-        # (pyrser's `DirectiveWrapper.begin(self): pass`, called `begin(parser, *args)`: 36
+        # (pyrser's `DirectiveWrapper.begin(self): pass`, called `begin(parser, *args)`: 48
         # false blocks of the call token audit, session 38)
         for name in ("begin", "end"):
             assert _ask(a, f"Hook().{name}(", "Hook()", name).failed == "no parameters", name
