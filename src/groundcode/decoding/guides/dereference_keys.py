@@ -11,8 +11,7 @@ import hashlib
 import re
 
 
-from ...pycode import (Lexer, assigned_attributes, docstring_types, function_header, ident_run, imported_names,
-                       used_attributes)
+from ...pycode import (assigned_attributes, docstring_types, function_header, ident_run, imported_names, used_attributes)
 from ...analysis.base import MembersQuery
 from .base import RowView
 
@@ -169,8 +168,10 @@ class KeyPolicy:
         subclass or the host of a mixin, it exists when the class's code runs)."""
         if not _DOTTED.match(receiver):
             return set()
-        text = self.body_prefix + upto_dot       # (not the statement the dot is in: its right
-        found = assigned_attributes(text[: Lexer(text).line_start()], receiver)   # side runs first)
+        # not the statement the dot is in (its right side runs first): the monitor's lexer has
+        # read up to this dot, so its last line start is that statement's (in prefix + text)
+        start = self.lexer.line_start() - (len(self.prefix) - len(self.body_prefix))
+        found = assigned_attributes((self.body_prefix + upto_dot)[: max(0, start)], receiver)
         if ident_run(receiver) in ("self", "cls"):
             known = self._class_attrs.get(receiver)
             if known is None:                     # the class's text is fixed: scan it once
