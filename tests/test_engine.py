@@ -300,16 +300,22 @@ class _Ban(Guide):
         return np.array([i for i in range(self.size) if i not in self.banned])
 
 
+def _one_greedy_step(tiny_lm):
+    """An engine, a prompt, one greedy step's sampling, the vocabulary's size and the token that
+    step writes with no guide."""
+    eng = _engine(tiny_lm)
+    prompt = _ids(tiny_lm, "def f(x):\n    return x")
+    s = SamplingConfig(max_new_tokens=1)
+    top = eng.generate([RowSpec(prompt, guides=[])], s)[0].tokens[0]
+    return eng, prompt, s, eng.vocab.size, top
+
+
 def test_a_resampled_token_is_verified_by_every_guide_again(tiny_lm):
     # A refusal resamples under its mask; the resample is still every guide's to check (the
     # call monitor never saw `()` after the dereference monitor resampled `stream.read`: a
     # required parameter went unbound). Greedy: the top token is banned by the first guide, the
     # next best by the second: neither may be written.
-    eng = _engine(tiny_lm)
-    prompt = _ids(tiny_lm, "def f(x):\n    return x")
-    s = SamplingConfig(max_new_tokens=1)
-    size = eng.vocab.size
-    top = eng.generate([RowSpec(prompt, guides=[])], s)[0].tokens[0]
+    eng, prompt, s, size, top = _one_greedy_step(tiny_lm)
     second = eng.generate([RowSpec(prompt, guides=[_Ban({top}, size)])], s)[0].tokens[0]
     assert second != top
     out = eng.generate([RowSpec(prompt, guides=[_Ban({top}, size), _Ban({second}, size)])], s)[0]
@@ -332,11 +338,7 @@ def test_a_mask_of_less_authority_yields_to_a_refusal_it_leaves_nothing_of(tiny_
     # names in scope) where the call monitor, above it, takes no further argument (its refusal:
     # `)`). The two had nothing in common and the refusal was passed over: the name stood. A
     # refusal now yields only to the masks of the guides above it.
-    eng = _engine(tiny_lm)
-    prompt = _ids(tiny_lm, "def f(x):\n    return x")
-    s = SamplingConfig(max_new_tokens=1)
-    size = eng.vocab.size
-    top = eng.generate([RowSpec(prompt, guides=[])], s)[0].tokens[0]
+    eng, prompt, s, size, top = _one_greedy_step(tiny_lm)
     others = [i for i in range(size) if i != top]
     out = eng.generate([RowSpec(prompt, guides=[_Ban({top}, size), _Only({top})])], s)[0]
     assert out.tokens[0] != top, out.tokens                  # the refusal of more authority wins
