@@ -181,6 +181,14 @@ def test_the_argument_scanner_counts_positional_arguments():
         s = ArgScanner().feed(text)
         assert s.closed and (s.positional, s.used, s.unpacked) == want, text
     assert ArgScanner().feed("a, b").positional == 1          # the open one counts once closed
+    # an argument in progress: a keyword whose value has not begun, or a positional one
+    assert ArgScanner().feed("k=").keyword_pending() == "k"
+    assert ArgScanner().feed("a, k =").keyword_pending() == "k"
+    assert ArgScanner().feed("k").keyword_pending() == ""         # may still be `k=` or `k`
+    assert ArgScanner().feed("k==").keyword_pending() == ""       # a comparison
+    assert ArgScanner().feed("k=1").keyword_pending() == ""       # its value has begun
+    assert ArgScanner().feed("tree").positional_begun() and not ArgScanner().feed("k=").positional_begun()
+    assert not ArgScanner().feed("a, ").positional_begun()
 
 
 def test_a_call_the_prompt_opens_is_checked_from_the_first_token(tiny_lm, shop):

@@ -124,5 +124,14 @@ class ArgScanner:
             self.positional += 1
         self._arg = 0
 
+    def keyword_pending(self) -> str:
+        """The current argument's identifier where `=` and nothing else follows it yet (`(k=`:
+        a keyword written, its value not begun); "" otherwise."""
+        return self.ident if self.name_at >= 0 and self._after.strip(" \t") == "=" else ""
+
+    def positional_begun(self) -> bool:
+        """The current argument has begun and reads, so far, as a positional one (not `k=`)."""
+        return self._arg == 1 and not self.keyword_pending()
+
     def argument_start(self) -> bool:
         return self.at_start and self.depth == 0 and not self.quote and not self.comment

@@ -230,8 +230,8 @@ class KeywordArgMonitor(CallOpener, Guide):
             return None
         else:
             takes = sum(p.kind != "keyword" for p in sig.params)
-            eq = [scan.ident] if scan.name_at >= 0 and scan._after.strip(" \t") == "=" else []
-            past = scan.positional + (scan._arg == 1 and not eq) > takes and not (  # (`(k=` ends it)
+            eq = [k for k in [scan.keyword_pending()] if k]
+            past = scan.positional + scan.positional_begun() > takes and not (  # (`(k=` ends it)
                 scan.reading and any(k.startswith(scan.ident) for k in sig.keywords()))
             if not past and all(u in sig.keywords() for u in scan.used + eq):
                 return None
