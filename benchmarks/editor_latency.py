@@ -360,8 +360,9 @@ def main() -> None:
                     help="compare the member monitor with and without the names monitor (grounded = +names, plain = members)")
     ap.add_argument("--calls", action="store_true",
                     help="compare the member monitor with and without the call monitors (grounded = members + calls, plain = members)")
-    ap.add_argument("--suffix-tokens", type=int, default=None,
-                    help="the FIM suffix's budget (default: PromptConfig's); re-prefilled at every keystroke")
+    ap.add_argument("--suffix-tokens", type=int, default=0,
+                    help="the FIM suffix's budget, re-prefilled at every keystroke (default 0, as "
+                         "`groundcode lsp --suffix-tokens`; -1: PromptConfig's)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "editor_latency.json")
     args = ap.parse_args()
     global NAMES, CALLS
@@ -382,7 +383,7 @@ def main() -> None:
     from groundcode.models.load import serving_dtype
     from groundcode.config import MonitorConfig
     from groundcode.config import PromptConfig
-    prompt = PromptConfig(**({"suffix_tokens": args.suffix_tokens} if args.suffix_tokens is not None else {}))
+    prompt = PromptConfig(**({"suffix_tokens": args.suffix_tokens} if args.suffix_tokens >= 0 else {}))
     gen = Generator(args.model, dtype=serving_dtype(args.dtype, None, args.model),   # what serve and lsp load
                     monitor=MonitorConfig(analyzer=args.analyzer), prompt=prompt)
     load_s = time.perf_counter() - t0
