@@ -8,7 +8,17 @@ baseline did not write — and lists each one.
         [--a baseline] [--b monitored] [--out benchmarks/results/harm_audit.json]
     .venv/bin/python benchmarks/harm_audit.py --from-paired PAIRED.json [...]   # counts only
 
+    .venv/bin/python benchmarks/harm_audit.py --results RESULTS.jsonl --tasks TASKS.jsonl --confirm ty ...
+
 RESULTS.jsonl are `groundcode bench score` rows (task_id, config, completions, metrics.success).
+`--confirm ty` asks a second judge whether each harmed task was correct at baseline at all:
+ty (`groundcode analyzers install ty`; checkers.ty_checker, with the repository's `.venv` where
+`groundcode bench env` made one) checks the baseline's completion in its file; a name, member,
+import or call error ty finds there that the file without it does not have means pylint missed
+an error the baseline wrote (e.g. `.json()` on a dict), and the task is listed apart as
+"baseline wrong by ty", not as harm. The other way, the tasks where `b` does better are counted
+with ty's verdict on `b`'s completion. ty is not the analyzer the monitor asks in the benchmark
+(Jedi); the pylint verdicts stand, ty only sets apart what it finds wrong.
 `--from-paired` reads committed paired comparisons (`benchmarks/paired_diff.py` output), which
 hold only the counts of tasks where `b`'s success is below `a`'s: no listing, no repetition
 criterion. Prints a table, writes JSON.
@@ -61,6 +71,58 @@ def from_results(paths: list[Path], a: str, b: str, metric: str = "success") -> 
             "harms": harms}
 
 
+class _Ty:
+    """ty's problems in one completion of a task (one checker per repository)."""
+
+    def __init__(self, tasks_path: Path):
+        from groundcode.jsonl import read_jsonl
+        self.tasks = {t["task_id"]: t for t in read_jsonl(tasks_path)}
+        self.checkers: dict = {}
+
+    def __call__(self, task_id: str, row: dict, metric: str) -> list[str] | None:
+        from groundcode.checkers import ty_checker
+        from groundcode.evaluation.harness import context_for
+        task = self.tasks.get(task_id)
+        if task is None:
+            return None
+        repo = Path(task["repo_dir"])
+        if repo not in self.checkers:
+            venv = repo / ".venv"
+            self.checkers[repo] = ty_checker(repo, str(venv) if venv.is_dir() else None)
+        body = (row.get("whole") if metric == "success_whole" else None) or row["completions"]
+        return [f"{q.code}: {q.message}" for q in self.checkers[repo](context_for(task), body[0])]
+
+
+def confirm(result: dict, paths: list[Path], tasks_path: Path, a: str, b: str, metric: str) -> dict:
+    """Split `result`'s harms by ty's verdict on the baseline's completion (the body pylint
+    passed; see the docstring), and, the other way, count the tasks `b` does better on whose
+    `b` completion ty finds wrong (so both directions meet the same second judge)."""
+    from groundcode.jsonl import read_jsonl
+    ty = _Ty(tasks_path)
+    by: dict = defaultdict(dict)
+    for p in paths:
+        for r in read_jsonl(p):
+            by[r["task_id"]][r["config"]] = r
+    kept, wrong = [], []
+    for h in result["harms"]:
+        row = by.get(h["task_id"], {}).get(a)
+        found = ty(h["task_id"], row, metric) if row and any(w.startswith("lint passes") for w in h["why"]) else None
+        if found:
+            wrong.append({**h, "baseline_by_ty": found})
+        else:
+            kept.append(h)
+    better = [tid for tid, c in sorted(by.items()) if a in c and b in c
+              and c[b]["metrics"][metric][0] > c[a]["metrics"][metric][0]]
+    better_wrong = []
+    for tid in better:
+        found = ty(tid, by[tid][b], metric)
+        if found:
+            better_wrong.append({"task_id": tid, "b_by_ty": found})
+    return {**result, "worse": len(kept), "share": round(len(kept) / result["tasks"], 4) if result["tasks"] else None,
+            "harms": kept, "worse_by_pylint": result["worse"], "baseline_wrong_by_ty": wrong,
+            "better_by_pylint": len(better), "better_but_b_wrong_by_ty": better_wrong}
+
+
 def from_paired(paths: list[Path]) -> list[dict]:
     out = []
     for p in paths:
@@ -82,15 +144,29 @@ def main() -> None:
     ap.add_argument("--metric", default="success",
                     help="success, or success_whole (bench score --whole-statements: a body the budget cut "
                          "short, up to its last whole statement)")
+    ap.add_argument("--tasks", type=Path, help="the tasks the results score (for --confirm)")
+    ap.add_argument("--confirm", choices=["ty"], help="a second judge of the baseline's side of each harm")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "harm_audit.json")
     args = ap.parse_args()
     res: dict = {"a": args.a, "b": args.b, "metric": args.metric}
     if args.results:
         res["from_results"] = from_results(args.results, args.a, args.b, args.metric)
+        if args.confirm:
+            if args.tasks is None:
+                ap.error("--confirm needs --tasks")
+            res["from_results"] = confirm(res["from_results"], args.results, args.tasks, args.a, args.b,
+                                          args.metric)
         r = res["from_results"]
         print(f"{r['worse']} of {r['tasks']} tasks worse ({r['share']})")
         for h in r["harms"]:
             print(f"  {h['task_id']}: {'; '.join(h['why'])}")
+        for h in r.get("baseline_wrong_by_ty", []):
+            print(f"  not harm, the baseline was wrong (ty): {h['task_id']}: {'; '.join(h['baseline_by_ty'])[:200]}")
+        if args.confirm:
+            print(f"better by pylint: {r['better_by_pylint']}, of which ty finds the {args.b} completion wrong: "
+                  f"{len(r['better_but_b_wrong_by_ty'])}")
+            for h in r["better_but_b_wrong_by_ty"]:
+                print(f"  {h['task_id']}: {'; '.join(h['b_by_ty'])[:200]}")
     if args.from_paired:
         res["from_paired"] = from_paired(args.from_paired)
         print(f"{'source':<90}{'tasks':>6}{'worse':>6}{'share':>8}")
