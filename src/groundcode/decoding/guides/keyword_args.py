@@ -347,24 +347,25 @@ class KeywordArgMonitor(CallOpener, Guide):
                 return k, arg, probe
         return None
 
-    def _closes_short(self, t: str) -> bool:
-        """Would token `t` close the call while a required parameter is still unbound?"""
+    def _closes_short(self, t: str) -> tuple | None:
+        """Where token `t` closes the call while a required parameter is still unbound: (the
+        `)`'s offset in `t`, the argument state just before it); None if it does not."""
         found = self._close_in(t) if self.arity and ")" in t else None
         if found is None:
-            return False
-        _, arg, probe = found
+            return None
+        at, arg, probe = found
         probe._arg = arg                      # (closing counted it already: count it once)
         probe.positional -= arg == 1
-        return self._missing(probe, pending=True)
+        return (at, arg) if self._missing(probe, pending=True) else None
 
-    def _after_argument(self, t: str) -> str | None:
-        """The text token `t` writes before its `)` where that closes the call right after an
-        argument (its end in `t`, or written before it; blanks apart): a required parameter is
-        unbound, so another argument must follow — a comma. None if no argument is written."""
-        found = self._close_in(t)
-        if found is None or found[1] == 0:
+    @staticmethod
+    def _after_argument(t: str, at: int, arg: int) -> str | None:
+        """The text token `t` writes before the `)` at `at` (a short close, `_closes_short`)
+        where that close comes right after an argument (its end in `t`, or written before it;
+        blanks apart): another argument must follow — a comma. None if no argument is written."""
+        if arg == 0:
             return None
-        pre = t[:found[0]]
+        pre = t[:at]
         return "" if not pre.strip() else pre
 
     def _comma_past_end(self, row: RowView, t: str) -> bool:
@@ -396,9 +397,10 @@ class KeywordArgMonitor(CallOpener, Guide):
         if self.state != ARGS:
             return None
         t = row.vocab.texts[token]
-        if self._closes_short(t):            # `)` while a required parameter is unbound
+        short = self._closes_short(t)        # `)` while a required parameter is unbound
+        if short is not None:
             self.record.constrained = True   # (right after an argument: the next one begins;
-            pre = self._after_argument(t)
+            pre = self._after_argument(t, *short)
             ids = _next_argument(row.vocab, pre) if pre is not None else _without(row.vocab, ")")
             return ids if len(ids) else None  # a line break there led to `}`: pyuploadcare)
         if self._comma_past_end(row, t):     # `, ` with nothing left to bind, on one line
