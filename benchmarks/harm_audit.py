@@ -145,7 +145,8 @@ def main() -> None:
                     help="success, or success_whole (bench score --whole-statements: a body the budget cut "
                          "short, up to its last whole statement)")
     ap.add_argument("--tasks", type=Path, help="the tasks the results score (for --confirm)")
-    ap.add_argument("--confirm", choices=["ty"], help="a second judge: the baseline side of each harm, the b side of each task b does better on")
+    ap.add_argument("--confirm", choices=["ty"],
+                    help="a second judge: the baseline side of each harm, the b side of each task b does better on")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "harm_audit.json")
     args = ap.parse_args()
     res: dict = {"a": args.a, "b": args.b, "metric": args.metric}
