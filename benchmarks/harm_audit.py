@@ -42,12 +42,17 @@ def repeats(text: str) -> bool:
     return any(repeated_run(line) is not None for line in text.splitlines())
 
 
-def from_results(paths: list[Path], a: str, b: str, metric: str = "success") -> dict:
+def by_task(paths: list[Path]) -> dict:
+    """{task_id: {config: scored row}} over the results files."""
     from groundcode.jsonl import read_jsonl
-    by = defaultdict(dict)
+    by: dict = defaultdict(dict)
     for p in paths:
         for r in read_jsonl(p):
             by[r["task_id"]][r["config"]] = r
+    return by
+
+
+def from_results(by: dict, a: str, b: str, metric: str = "success") -> dict:
     harms, tasks = [], 0
     for tid, cfgs in sorted(by.items()):
         if a not in cfgs or b not in cfgs:
@@ -93,16 +98,11 @@ class _Ty:
         return [f"{q.code}: {q.message}" for q in self.checkers[repo](context_for(task), body[0])]
 
 
-def confirm(result: dict, paths: list[Path], tasks_path: Path, a: str, b: str, metric: str) -> dict:
+def confirm(result: dict, by: dict, tasks_path: Path, a: str, b: str, metric: str) -> dict:
     """Split `result`'s harms by ty's verdict on the baseline's completion (the body pylint
     passed; see the docstring), and, the other way, count the tasks `b` does better on whose
     `b` completion ty finds wrong (so both directions meet the same second judge)."""
-    from groundcode.jsonl import read_jsonl
     ty = _Ty(tasks_path)
-    by: dict = defaultdict(dict)
-    for p in paths:
-        for r in read_jsonl(p):
-            by[r["task_id"]][r["config"]] = r
     kept, wrong = [], []
     for h in result["harms"]:
         row = by.get(h["task_id"], {}).get(a)
@@ -151,12 +151,12 @@ def main() -> None:
     args = ap.parse_args()
     res: dict = {"a": args.a, "b": args.b, "metric": args.metric}
     if args.results:
-        res["from_results"] = from_results(args.results, args.a, args.b, args.metric)
+        by = by_task(args.results)
+        res["from_results"] = from_results(by, args.a, args.b, args.metric)
         if args.confirm:
             if args.tasks is None:
                 ap.error("--confirm needs --tasks")
-            res["from_results"] = confirm(res["from_results"], args.results, args.tasks, args.a, args.b,
-                                          args.metric)
+            res["from_results"] = confirm(res["from_results"], by, args.tasks, args.a, args.b, args.metric)
         r = res["from_results"]
         print(f"{r['worse']} of {r['tasks']} tasks worse ({r['share']})")
         for h in r["harms"]:
