@@ -14,7 +14,8 @@
 #        dependency environments, BATCH=1 for completions that do not depend on the task mix:
 #        each task alone in the engine, llama.cpp's cache emptied between tasks)
 # Builds the tasks once into ~/.cache/groundcode/bench/$RECIPE-four (groundcode bench build
-# --recipe $RECIPE --kinds name,call,import). Writes $R/summary.json, $R/paired_<b>_vs_<a>_<kind>.json
+# --recipe $RECIPE --kinds name,call,import; the call kind's keyword cursors, where a parameter's
+# name is written: KINDS=keyword BUILD_KINDS=keyword BENCH=~/.cache/groundcode/bench/$RECIPE-kw). Writes $R/summary.json, $R/paired_<b>_vs_<a>_<kind>.json
 # and the samples/results JSONL to $W (they quote package code: outside the repository).
 set -euo pipefail
 RECIPE=${RECIPE:-standing}
@@ -29,7 +30,7 @@ R=${R:-benchmarks/results/four_kinds_${RECIPE}_$TAG}
 W=${W:-$HOME/.cache/groundcode/bench/four-kinds-run-$RECIPE-$TAG}
 mkdir -p "$R" "$W"
 if [ ! -s "$BENCH/tasks.jsonl" ]; then
-  $GC bench build --recipe "$RECIPE" --kinds name,call,import --out "$BENCH"
+  $GC bench build --recipe "$RECIPE" --kinds "${BUILD_KINDS:-name,call,import}" --out "$BENCH"
 fi
 # the repositories' pinned third-party wheels in their .venv, where the recipe ships them
 # (recipes/$RECIPE.env.json; evaluation/bench_env.py): the analyzer and the judge see them

@@ -28,7 +28,8 @@ from groundcode.evaluation.judged import judged_messages  # noqa: E402  (src/ on
 KINDS = {"name": ("undefined-variable",), "import": ("import-error", "no-name-in-module"),
          "member": ("no-member",),
          "call": ("no-value-for-parameter", "too-many-function-args", "unexpected-keyword-arg",
-                  "redundant-keyword-arg", "missing-kwoa")}
+                  "redundant-keyword-arg", "missing-kwoa"),
+         "parameter": ("unexpected-keyword-arg",)}      # of the call errors: an invented parameter name
 _QUOTED = re.compile(r"'([^']+)'")
 
 

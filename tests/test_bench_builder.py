@@ -210,3 +210,34 @@ def test_the_four_kinds_cursors_read_a_name_open_a_call_or_sit_in_an_import(tmp_
             assert line[t["col"] - 1] == "("
         elif t["kind"] == "import":
             assert line[: t["col"]] in ("import ", "from ") and t["reference"] == line[t["col"]:] + "\n"
+
+
+def test_keyword_cursors_sit_before_a_keyword_arguments_name():
+    """The call kind's keyword cursors (issue 41's invented parameter names): before each named
+    keyword argument in the lines asked, also on a call's later lines and inside a nested call;
+    never at `**kw`, a positional argument or a default in a `def`."""
+    import ast
+    code = ('def f(a, b=1):\n'
+            '    g(a, key=1, **kw)\n'
+            '    h(é="ü", n=k(x, deep = 2),\n'
+            '      last=3)\n'
+            '    return m(a, b)\n'
+            'z = q(out=1)\n')
+    lines = code.splitlines()
+    got = extract.keyword_points(ast.parse(code), lines, 2, 5)
+    assert got == [(2, 9), (3, 6), (3, 13), (3, 20), (4, 6)]
+    assert [lines[ln - 1][c:].split("=")[0].strip() for ln, c in got] == ["key", "é", "n", "deep", "last"]
+
+
+def test_a_build_asked_for_keyword_cursors_puts_one_at_each_keyword_name(tmp_path):
+    import shutil
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    models = repo / "inventory" / "models.py"
+    models.write_text(models.read_text().replace("item = Item(name)\n", "item = Item(name, quantity=0)\n"))
+    opts = builder.BuildOptions(functions_per_repo=3, methods_per_repo=2, points_per_method=3,
+                                kinds=("dereference", "keyword"))
+    m = builder.build([sources.resolve(str(repo))], opts, tmp_path / "out")
+    kw = [t for t in read_jsonl(tmp_path / "out" / "tasks.jsonl") if t["kind"] == "keyword"]
+    assert m["counts"]["keyword"] == len(kw) == 1
+    assert kw[0]["task_id"].endswith("#keyword") and kw[0]["reference"].startswith("quantity=0)\n")

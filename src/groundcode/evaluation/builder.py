@@ -34,8 +34,9 @@ SKIP_DIRS = {"test", "tests", "testing", "doc", "docs", "example", "examples", "
 TASK_KINDS = ("function", "dereference")
 # the cursor kinds of the four-kind benchmark (issue 40), built only when asked (`--kinds`): a
 # cursor where a name is read, right after a call's `(`, and inside a module-level import line;
-# with `dereference` (a member after a dot) the four hallucinations
-CURSOR_KINDS = ("name", "call", "import")
+# with `dereference` (a member after a dot) the four hallucinations. `keyword` (Python): the call
+# kind's other cursor, at a keyword argument's name, where a parameter's name is invented
+CURSOR_KINDS = ("name", "call", "import", "keyword")
 ALL_KINDS = TASK_KINDS + CURSOR_KINDS
 
 
@@ -68,6 +69,7 @@ class RepoStats:
     dereference_tasks: int = 0
     name_tasks: int = 0
     call_tasks: int = 0
+    keyword_tasks: int = 0
     import_tasks: int = 0
     analysis_s: float = 0.0
     skipped: list = field(default_factory=list)
@@ -139,7 +141,7 @@ def build_repo(src: RepoSource, opts: BuildOptions) -> tuple[list[dict], RepoSta
             if deps:
                 tasks.append(_function_task(src, rel, texts[rel], s, deps))
                 stats.function_tasks += 1
-    cursor = [k for k in ("name", "call") if k in opts.kinds]
+    cursor = [k for k in ("name", "call", "keyword") if k in opts.kinds]
     if "dereference" in opts.kinds or cursor:
         for rel, s, deps in analysed(meth_cands, "dereference", "methods_analyzed",
                                      lambda: stats.methods >= opts.methods_per_repo):
@@ -150,9 +152,9 @@ def build_repo(src: RepoSource, opts: BuildOptions) -> tuple[list[dict], RepoSta
                 for line, col in extract.spread(s.points, opts.points_per_method):
                     tasks.append(_dereference_task(src, rel, texts[rel], s, line, col, deps))
                     stats.dereference_tasks += 1
-            for kind in cursor:        # the same methods: a name read, a call's arguments
+            for kind in cursor:        # the same methods: a name read, a call's arguments, a keyword's name
                 tree, lines = _tree(trees, rel, texts[rel])
-                pts = (extract.name_points if kind == "name" else extract.call_points)(tree, lines, s.body_line, s.end_line)
+                pts = getattr(extract, f"{kind}_points")(tree, lines, s.body_line, s.end_line)
                 for line, col in extract.spread(pts, opts.points_per_method):
                     tasks.append(_dereference_task(src, rel, texts[rel], s, line, col, deps, kind))
                     setattr(stats, f"{kind}_tasks", getattr(stats, f"{kind}_tasks") + 1)

@@ -97,8 +97,8 @@ def build(
     recipe: Optional[str] = typer.Option(None, help="Build a recipe (e.g. 'standing'); checks its task hash."),
     seed: int = typer.Option(0, help="Sampling seed."),
     kinds: str = typer.Option("function,dereference", "--kinds", "--kind",
-                              help="Task kinds, comma-separated: function, dereference, name, call, import "
-                                   "(the last three: the four-kind benchmark's cursors; with --recipe they are "
+                              help="Task kinds, comma-separated: function, dereference, name, call, import, keyword "
+                                   "(the last four: the four-kind benchmark's cursors; with --recipe they are "
                                    "built from its packages); `api` builds the API-invocation benchmark "
                                    "(botocore; no sources; --recipe api)."),
     functions_per_repo: int = typer.Option(20, help="Function tasks per repository."),

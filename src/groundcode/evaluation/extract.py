@@ -141,6 +141,24 @@ def call_points(tree: ast.AST, lines: list[str], first: int, last: int) -> list[
     return sorted(pts)
 
 
+def keyword_points(tree: ast.AST, lines: list[str], first: int, last: int) -> list[tuple[int, int]]:
+    """At the start of each keyword argument's name (`f(x, key=v)`: before `key`) in the calls of
+    lines [first, last]: where the model must write a parameter's name (issue 41's invented
+    parameter names; `**kw` has no name and is skipped)."""
+    pts = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for kw in node.keywords:
+            if kw.arg is None or not (first <= kw.lineno <= last):
+                continue
+            text = lines[kw.lineno - 1]
+            col = char_col(text, kw.col_offset)
+            if text[col:col + len(kw.arg)] == kw.arg and text[col + len(kw.arg):].lstrip().startswith("="):
+                pts.add((kw.lineno, col))
+    return sorted(pts)
+
+
 def import_points(tree: ast.Module, lines: list[str]) -> list[tuple[int, int]]:
     """Module-level one-line imports: right after `import ` (`import x`) or `from ` (`from x
     import y`), where the module's name begins."""

@@ -26,6 +26,7 @@ KEY_METRICS = {"function": ["success", "dep_coverage", "codebleu", "edit_sim"],
                "dereference": ["success", "nim", "ism", "pm"],
                "name": ["undefined_name", "nim", "edit_sim", "success"],
                "call": ["call_error", "nim", "edit_sim", "success"],
+               "keyword": ["call_error", "nim", "edit_sim", "success"],
                "import": ["import_error", "nim", "exact_match", "edit_sim"]}
 
 
@@ -182,7 +183,7 @@ def write_report(summary: dict, out_dir: Path, *, results: list[dict] | None = N
     out_dir.mkdir(parents=True, exist_ok=True)
     configs = list(summary)
     baseline = baseline if baseline in summary else (configs[0] if configs else "")
-    kinds = [k for k in ("function", "dereference", "name", "call", "import")
+    kinds = [k for k in ("function", "dereference", "name", "call", "keyword", "import")
              if any(k in summary[c]["kinds"] for c in configs)]
     md = [f"# {title}", "", notes, "", f"Baseline for the deltas: `{baseline}`. Values are score@1 (the mean over "
           "all samples); deltas are relative to the baseline, as in the papers' tables. `empty`: samples whose "
