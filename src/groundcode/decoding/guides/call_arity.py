@@ -53,10 +53,10 @@ import numpy as np
 from ...languages.typescript_scan import _scan_code, _State
 from ...lines import ECMASCRIPT as EOL
 from .base import Guide, RowView, TriggerRecord
-from .keyword_args import WAIT, CallOpener, ask_signature
+from .call_opener import WAIT, CallOpener, ask_signature
 from .token_sets import closing as _closing, next_argument as _next_argument, without as _without
 
-ARGS = "args"                # (WAIT: the call opener's, keyword_args)
+ARGS = "args"                # (WAIT: the call opener's, call_opener.py)
 _NOT_CALLS = frozenset({"if", "for", "while", "switch", "catch", "with", "return", "function", "typeof",
                         "void", "delete", "await", "yield", "in", "of", "instanceof", "else", "do",
                         "case", "throw", "super", "import", "export", "constructor", "get", "set",

@@ -56,13 +56,13 @@ import re
 
 import numpy as np
 
-from ...analysis.base import SignatureQuery
 from ...pycode import ArgScanner, Lexer, ident_run, receiver_before
 from .base import Guide, Rollback, RowView, TriggerRecord
+from .call_opener import WAIT, CallOpener, ask_signature
 from .token_sets import closing as _closing, ident_start as _ident_start, next_argument as _next_argument, \
     opening as _opening, starting as _starting, without as _without
 
-WAIT, ARGS, NARROW = "wait", "args", "narrow"
+ARGS, NARROW = "args", "narrow"           # (WAIT: the call opener's, call_opener.py)
 
 
 _KW_EQ = re.compile(r"[ \t]*=(?!=)")
@@ -72,48 +72,6 @@ def _bound(sig, positional: int, used) -> set:
     """The parameters of `sig` bound by `positional` positional arguments (the first ones that
     take a position) or by the keywords `used`."""
     return {p.name for p in sig.params[:positional] if p.kind != "keyword"} | set(used)
-
-
-def ask_signature(monitor, callee: str, upto_paren: str):
-    """The ticket for the signature of `callee` whose `(` ends `upto_paren` in `monitor`'s row
-    (this module's and call_arity's monitors: their analyzer, context, waits and cancel flag);
-    waited for where the monitor is reproducible: a run must not depend on how fast the
-    analyzer answered."""
-    receiver, _, name = callee.rpartition(".")
-    ticket = monitor.analyzer.ask(SignatureQuery(monitor.ctx.splice(upto_paren), receiver, name))
-    if monitor.waits is not None and ticket.result(0) is None:
-        monitor.waits.wait([ticket], monitor.analyzer.deadline(), monitor._cancelled)
-    return ticket
-
-
-class CallOpener:
-    """The call monitors' opening of a call (this module's and call_arity's): a `(` in the
-    accepted token (or the prompt's own, at reset) whose callee the monitor recognizes
-    (`_callee(full, k)`: "" where it is no call) has its signature asked; the answer opens the
-    call (`_opened(row, answer, callee, call_start)`), or the call is left pending while the
-    analyzer runs (decode on, poll with every token)."""
-
-    def _try_call(self, row: RowView, t: str) -> None:
-        """WAIT: does the accepted token `t` (ending row.text) open a call?"""
-        base = len(row.text) - len(t)
-        for j, c in enumerate(t):
-            if c == "(":
-                self._call_at(row, base + j + 1)
-                if self.pending or self.state != WAIT:   # running, or open (no rollback into it)
-                    return
-
-    def _call_at(self, row: RowView, upto: int) -> None:
-        """The `(` that ends row.text[:upto] (the prompt's own where upto == 0)."""
-        full = self.prefix + row.text[:upto]
-        callee = self._callee(full, len(full) - 1)
-        if not callee:
-            return
-        ticket = ask_signature(self, callee, row.text[:upto])
-        ans = ticket.result(0)
-        if ans is None:
-            self.pending = (ticket, callee, upto)
-        else:
-            self._opened(row, ans, callee, upto)
 
 
 class KeywordArgMonitor(CallOpener, Guide):
