@@ -321,3 +321,68 @@ def test_text_after_a_call_whose_signature_is_still_running_is_not_final():
         got = as_rollback(mon.advance(row, tokens.index(t)))
         assert got is not None or mon.final_upto(row) == 0, (t, mon.final_upto(row))
     assert got is not None and got.length == 0 and got.reason == "wrong keyword"
+
+
+def test_a_call_the_prompt_left_open_among_its_arguments_is_followed_from_the_first_token():
+    # the cursor among a call's arguments (`pair(x, `: the editor mid-call, the keyword tasks
+    # of the four-kind benchmark): the call is the row's from its first token, with what the
+    # prompt passed counted — a keyword it does not take is refused, `)` while `b` is unbound
+    # too; arguments before the cursor that do not fit the signature fail open, and the
+    # innermost open bracket must be the call's
+    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView, as_rollback
+    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
+    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.pycode import open_paren
+
+    pair = CallSignature("pair", (ParamSpec("a", "either", True), ParamSpec("b", "either", True)))
+
+    class Sigs:
+        asked: list = []
+
+        def ask(self, q):
+            self.asked.append(q.name)
+            return Answered(SignatureAnswer(pair if q.name == "pair" else None))
+
+        def deadline(self):
+            return 1.0
+
+    tokens = ["", "ok", "k", "=", "1", ")", "b", " b", ",", "\n"]
+    ids = {t: i for i, t in enumerate(tokens)}
+
+    def monitor(head: str):
+        before = "def run(x, y):\n    return pair(" + head
+        ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                          starts_at_line=False)
+        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
+        mon.reset(row)
+        return mon, row
+
+    def write(mon, row, t):
+        row.tokens.append(ids[t])
+        row.text += t
+        row.ends.append(len(row.text))
+        return as_rollback(mon.advance(row, ids[t]))
+
+    mon, row = monitor("x,\n               ")
+    assert mon.state == ARGS and mon.scan.positional == 1 and mon.final_upto(row) == 0
+    assert sorted(tokens[i] for i in mon.check(row, ids[")"])) == sorted(t for t in tokens if ")" not in t)
+    assert mon.check(row, ids["b"]) is None
+    assert write(mon, row, "ok") is None and write(mon, row, "=") is None and mon.final_upto(row) == 0
+    back = write(mon, row, "1")                     # `ok=`: no such parameter, redone from the cursor
+    assert back is not None and back.length == 0 and back.reason == "wrong keyword"
+
+    mon, row = monitor("x, b=1")                    # every parameter bound: `)` is fine
+    assert mon.state == ARGS and mon.check(row, ids[")"]) is None
+    mon, row = monitor("x, o")                      # an argument begun before the cursor: not redone
+    assert mon.state == ARGS and mon.final_upto(row) == 0
+    assert [write(mon, row, t) for t in ("k", "=", "1")] == [None, None, None]
+    assert mon.record.reason == "wrong keyword begun before the cursor: not redone"
+    for misfit in ("x, y, 3, ", "x, c=2, "):        # the signature is not the one the code calls
+        mon, row = monitor(misfit)
+        assert mon.state != ARGS and row.triggers[-1].failed_open
+        assert row.triggers[-1].reason == "the arguments before the cursor do not fit"
+    mon, row = monitor("x, [1, ")                   # inside a list: the call is not opened
+    assert mon.state != ARGS
+    assert open_paren("f(a, '(', g(b), # (\n  ") == 1 and open_paren("f(a)") == -1 and open_paren("f({") == -1

@@ -115,6 +115,19 @@ class Lexer:
         return False
 
 
+def open_paren(text: str, start: int = 0) -> int:
+    """The offset of the `(` still open at the end of text[start:] (a logical line so far:
+    `Lexer.line_start`) where it is the innermost open bracket; -1 where none is open or the
+    innermost is a `[` or `{`. Brackets in strings and comments do not count."""
+    stack: list[int] = []
+    for kind, s, _e in lex(text, start):
+        if kind == "op" and text[s] in _OPEN:
+            stack.append(s)
+        elif kind == "op" and text[s] in _CLOSE and stack:
+            stack.pop()
+    return stack[-1] if stack and text[stack[-1]] == "(" else -1
+
+
 def receiver_before(text: str, dot: int) -> str:
     """The primary expression that ends right before text[dot] (`self.items`, `f(x)[0]`,
     `", "`)."""

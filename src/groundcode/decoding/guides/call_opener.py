@@ -40,10 +40,11 @@ class CallOpener:
                 if self.pending or self.state != WAIT:   # running, or open (no rollback into it)
                     return
 
-    def _call_at(self, row: RowView, upto: int) -> None:
-        """The `(` that ends row.text[:upto] (the prompt's own where upto == 0)."""
+    def _call_at(self, row: RowView, upto: int, paren: int | None = None) -> None:
+        """The `(` that ends row.text[:upto] (the prompt's own where upto == 0); `paren`: the
+        prompt's `(` at that offset instead, its arguments begun before the cursor."""
         full = self.prefix + row.text[:upto]
-        callee = self._callee(full, len(full) - 1)
+        callee = self._callee(full, len(full) - 1 if paren is None else paren)
         if not callee:
             return
         ticket = ask_signature(self, callee, row.text[:upto])

@@ -8,6 +8,9 @@ States (one row):
              decoding free; every accepted token polls it (no step waits); when it lands while
              the call is still open, ARGS starts from the text written so far (a wrong
              `name=` already written is rolled back as usual); a call closed first is "late".
+             At reset, a call the prompt left open (the cursor after `f(` or among its
+             arguments, `f(x, `) opens the same way, its arguments so far read from the prompt
+             (where they do not fit the signature: fail open; one begun there is not redone).
     ARGS     inside the call's parentheses (a character scanner tracks depth, strings and
              comments). Where an argument starts (after `(` or `,` at depth 0) a free token that
              begins an identifier is verified:
@@ -56,7 +59,7 @@ import re
 
 import numpy as np
 
-from ...pycode import ArgScanner, Lexer, ident_run, receiver_before
+from ...pycode import ArgScanner, Lexer, ident_run, open_paren, receiver_before
 from .base import Guide, Rollback, RowView, TriggerRecord
 from .call_opener import WAIT, CallOpener, ask_signature
 from .token_sets import closing as _closing, ident_start as _ident_start, next_argument as _next_argument, \
@@ -105,10 +108,29 @@ class KeywordArgMonitor(CallOpener, Guide):
 
     def _open_at_cursor(self, row: RowView) -> None:
         """The prompt ends with a call's `(` (the editor's cursor right after `f(`, the call
-        tasks): that call is the row's from its first token (it was never checked: only a `(`
-        the row writes opened one)."""
+        tasks), or inside its arguments (`f(x, `: the keyword tasks; `head` is what the prompt
+        wrote of them): that call is the row's from its first token (it was never checked: only
+        a `(` the row writes opened one). Only the innermost open bracket, where it is a call's."""
+        self.head = ""                # (the prompt's call: the one whose call_start is 0)
         if self.prefix.endswith("("):
             self._call_at(row, 0)
+            return
+        k = open_paren(self.prefix, self.lexer.line_start())
+        if k >= 0 and self._callee(self.prefix, k):
+            self.head = self.prefix[k + 1:]
+            self._call_at(row, 0, paren=k)
+
+    def _args(self, row: RowView, call_start: int) -> str:
+        """The argument text of the call opened at `call_start` so far (the prompt's part too)."""
+        return (self.head if call_start == 0 else "") + row.text[call_start:]
+
+    def _arg_start(self) -> int | None:
+        """Where the current argument began in the row's text (blanks before the cursor apart);
+        None where the prompt wrote part of it: it cannot be redone."""
+        lead = len(self.head) if self.call_start == 0 else 0
+        if self.scan.arg_at >= lead or not self.head[self.scan.arg_at:].strip():
+            return self.call_start + max(self.scan.arg_at - lead, 0)
+        return None
 
     # -- checkpoints (the engine's) ----------------------------------------------------------
     def snapshot(self) -> tuple:
@@ -129,7 +151,7 @@ class KeywordArgMonitor(CallOpener, Guide):
         self.record.rolled_back = True
         self.pending = None                       # the signature is known now
         self.state, self.typed = NARROW, ""
-        self.scan = ArgScanner().feed(row.text[self.call_start:])
+        self.scan = ArgScanner().feed(self._args(row, self.call_start))
         self.cs = None
         self._candidates(row)
 
@@ -138,9 +160,10 @@ class KeywordArgMonitor(CallOpener, Guide):
         the `(` on while the call's signature is still running: it may land and cut there)."""
         if self.state == WAIT:
             return min(len(row.text), self.pending[2]) if self.pending and self.rollback else len(row.text)
-        if self.keyword_only or not self.rollback:
+        at = self._arg_start()
+        if self.keyword_only or not self.rollback or at is None:
             return len(row.text)
-        return min(len(row.text), self.call_start + self.scan.arg_at)
+        return min(len(row.text), at)
 
     # -- analysis -----------------------------------------------------------------------------
     def _paren_is_code(self, full: str, k: int) -> bool:
@@ -206,7 +229,7 @@ class KeywordArgMonitor(CallOpener, Guide):
         self.pending = None
         if ans.signature is None:
             return None
-        if ArgScanner().feed(row.text[call_start:]).closed:
+        if ArgScanner().feed(self._args(row, call_start)).closed:
             row.triggers.append(TriggerRecord(receiver=callee + "(", candidates=len(ans.signature.params),
                                               failed_open=True, reason="late"))
             return None
@@ -223,14 +246,25 @@ class KeywordArgMonitor(CallOpener, Guide):
         row.triggers.append(rec)
         if sig.var_keyword:
             return None
+        if call_start == 0 and self.head and not self._fits(ArgScanner().feed(self.head), sig):
+            rec.failed_open, rec.reason = True, "the arguments before the cursor do not fit"
+            return None
         self.sig, self.record = sig, rec
         self.keyword_only = not sig.var_positional and all(p.kind == "keyword" for p in sig.params)
         self.call_start = call_start
         self.state, self.cs, self.allowed = ARGS, None, frozenset()
-        self.scan = ArgScanner().feed(row.text[self.call_start:])
+        self.scan = ArgScanner().feed(self._args(row, call_start))
         if any(u not in sig.keywords() for u in self.scan.used):
             rec.reason = "keyword merged into the `(` token: not redone"
         return self._settle(row)
+
+    @staticmethod
+    def _fits(scan: ArgScanner, sig) -> bool:
+        """Do the arguments `scan` read fit `sig` (keywords it takes, positions within bounds)? A
+        misfit before the cursor says the signature is not the one the code calls: fail open."""
+        takes = sum(p.kind != "keyword" for p in sig.params)
+        return all(u in sig.keywords() for u in scan.used) and (
+            sig.var_positional or scan.unpacked or scan.positional + scan.positional_begun() <= takes)
 
     def _candidates(self, row: RowView):
         taken = [p.name for p in self.sig.params if p.kind != "keyword"][: self.scan.positional]
@@ -335,7 +369,8 @@ class KeywordArgMonitor(CallOpener, Guide):
         keeps its trailing comma (`f(\n    a,\n)`): there the next argument is checked."""
         if not self.arity or "," not in t or self.sig.var_positional or self.scan.unpacked:
             return False
-        if "\n" in row.text[self.call_start:] or "\r" in row.text[self.call_start:]:
+        args = self._args(row, self.call_start)
+        if "\n" in args or "\r" in args:
             return False
         probe = self.scan.copy()
         for c in t:
@@ -415,7 +450,7 @@ class KeywordArgMonitor(CallOpener, Guide):
             if "(" in t:
                 self._try_call(row, t)
             return None
-        self.scan = ArgScanner().feed(row.text[self.call_start:])
+        self.scan = ArgScanner().feed(self._args(row, self.call_start))
         if self.state == NARROW:
             s = t
             if self.need:
@@ -444,7 +479,10 @@ class KeywordArgMonitor(CallOpener, Guide):
         bad = [u for u in s.used if u not in self.sig.keywords()]
         if bad and not self.keyword_only and self.rollback:
             # `wrong=`: cut back to the token where this argument began, redo under the mask
-            arg_text = self.call_start + s.arg_at
+            arg_text = self._arg_start()
+            if arg_text is None:
+                self.record.reason = "wrong keyword begun before the cursor: not redone"
+                return None
             back = next((k for k, e in enumerate(row.ends) if e > arg_text), len(row.ends))
             keep = row.ends[back - 1] if back > 0 else 0
             name_at = row.text.find(bad[-1], arg_text)
