@@ -386,3 +386,46 @@ def test_a_call_the_prompt_left_open_among_its_arguments_is_followed_from_the_fi
     mon, row = monitor("x, [1, ")                   # inside a list: the call is not opened
     assert mon.state != ARGS
     assert open_paren("f(a, '(', g(b), # (\n  ") == 1 and open_paren("f(a)") == -1 and open_paren("f({") == -1
+
+
+def test_after_a_keyword_every_argument_is_a_keyword_and_none_is_left_once_all_are_bound():
+    # smollm2 on pyuploadcare's `self._build_url(\n "upload",\n base=…,\n suffix=…,\n
+    # query_parameters=…,\n file_name=…`: every parameter bound, the wrong keyword rolled back
+    # into a name mask with no name in it (free again), 30 times until the length limit. A
+    # positional argument may not follow a keyword, so after one every argument is a keyword of
+    # a parameter not bound yet — none left: the call may only close (`*x`/`**x` stay free)
+    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView
+    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
+    from groundcode.decoding.vocab import VocabIndex
+
+    sig = CallSignature("build", tuple(ParamSpec(n, "either", False)
+                                       for n in ("resource_uuid", "base", "suffix", "query_parameters")))
+
+    class Sigs:
+        def ask(self, q):
+            return Answered(SignatureAnswer(sig))
+
+        def deadline(self):
+            return 1.0
+
+    tokens = ["", " file", "file", "x", ")", "\n)", " **", "*", "su", " suffix", "#"]
+    ids = {t: i for i, t in enumerate(tokens)}
+
+    def refused(head: str, tok: str):
+        before = "def run(self, x):\n    url = build(" + head
+        ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                          starts_at_line=False)
+        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
+        mon.reset(row)
+        assert mon.state == ARGS
+        got = mon.check(row, ids[tok])
+        return None if got is None else sorted(tokens[i] for i in got)
+
+    every = '\n    "upload",\n    base="file",\n    suffix="u",\n    query_parameters=True,\n    '
+    assert refused(every, " file") == ["\n)", ")"] and refused(every, "x") == ["\n)", ")"]
+    assert refused(every, ")") is None and refused(every, " **") is None and refused(every, "#") is None
+    assert refused('"upload", base=1, ', "x") == ["\n)", ")", "su"]   # no positional after a keyword
+    assert refused('"upload", base=1, ', "su") is None and refused('"upload", base=1, ', "*") is None
+    assert refused('"upload", ', "x") is None                 # positional: any expression

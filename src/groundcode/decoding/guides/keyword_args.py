@@ -153,7 +153,8 @@ class KeywordArgMonitor(CallOpener, Guide):
         self.state, self.typed = NARROW, ""
         self.scan = ArgScanner().feed(self._args(row, self.call_start))
         self.cs = None
-        self._candidates(row)
+        if self._candidates(row) is None:         # no parameter left to name: not a keyword
+            self.state, self.need = ARGS, ""     # again (NARROW would leave it free: a loop)
 
     def final_upto(self, row: RowView) -> int:
         """A wrong keyword cuts back to where its argument began: text from there is held (from
@@ -319,9 +320,10 @@ class KeywordArgMonitor(CallOpener, Guide):
         return any(r not in bound for r in sig.required)
 
     def _kw(self) -> bool:
-        """Is every argument from here on a keyword? A keyword-only callable, or (arity) every
+        """Is every argument from here on a keyword? A keyword-only callable, a call that passed
+        a keyword already (a positional argument may not follow one), or (arity) every
         positional parameter is taken and there is no `*args`."""
-        if self.keyword_only:
+        if self.keyword_only or self.scan.used and not self.scan.unpacked:
             return True
         if not self.arity or self.sig.var_positional or self.scan.unpacked:
             return False
@@ -420,8 +422,9 @@ class KeywordArgMonitor(CallOpener, Guide):
         elif what == "other":
             # keyword-only: an argument is `name=`; `)` only once every required one is passed;
             # `*`/`**` unpacking cannot be checked; a comment is fine
-            c = found[2]
-            ok = c.startswith("#") or (c.startswith(")") and not self._missing())
+            c = found[2]                # (`*x`/`**x` may follow a keyword: free where not keyword-only)
+            ok = c.startswith("#") or c.startswith("*") and not self.keyword_only or (
+                c.startswith(")") and not self._missing())
         else:                           # after a keyword's name comes `=`
             c = found[2]                # what follows the name so far, then this token
             ok = c.startswith("=") and not c.startswith("==")
