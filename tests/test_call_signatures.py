@@ -20,7 +20,10 @@ CODE = ("import json\n\n\nclass Shop:\n    def scale(self, value, factor=2, /, m
         "def pair(a, b):\n    return a\n\n\ndef nothing():\n    return 1\n\n\n@deco\ndef wrapped():\n    return 1\n\n\n"
         "class Box:\n    def empty(self):\n        return 0\n\n\n"
         "class Hook:\n    def begin(self):\n        pass\n\n    def end(self):\n        \"\"\"Done.\"\"\"\n"
-        "        raise NotImplementedError\n")
+        "        raise NotImplementedError\n\n\nfrom typing import overload\n\n\n"
+        "@overload\ndef conv(x: int) -> int: ...\n@overload\ndef conv(x: str, base: int = 10) -> str: ...\n"
+        "def conv(x, base=10):\n    return x\n\n\n"
+        "@overload\ndef odd(a: int) -> int: ...\n@overload\ndef odd(b: str) -> str: ...\ndef odd(a):\n    return a\n")
 
 
 def _ask(a: JediAnalyzer, tail: str, receiver: str, name: str):
@@ -64,8 +67,14 @@ def test_jedi_reads_kinds_defaults_and_star_parameters():
         # false blocks of the call token audit, session 38)
         for name in ("begin", "end"):
             assert _ask(a, f"Hook().{name}(", "Hook()", name).failed == "no parameters", name
-        # several signatures (print's overloads) or none: unknown, and why
-        assert _ask(a, "print(", "", "print").failed == "overloads"
+        # overloads that agree by position are read as one (a parameter required where all
+        # require it): `conv(x)` or `conv(x, base)`, print's two; those that name a position
+        # differently stay unknown; no signature: unknown, and why
+        sig = _ask(a, "conv(", "", "conv").signature
+        assert [(p.name, p.kind, p.required) for p in sig.params] == [("x", "either", True), ("base", "either", False)]
+        sig = _ask(a, "print(", "", "print").signature
+        assert sig.var_positional and {"sep", "end", "file", "flush"} <= sig.keywords() and not sig.required
+        assert _ask(a, "odd(", "", "odd").failed == "overloads"
         got = _ask(a, "nothing_here(", "", "nothing_here")
         assert got.signature is None and got.failed == "no signature"
 
@@ -429,3 +438,19 @@ def test_after_a_keyword_every_argument_is_a_keyword_and_none_is_left_once_all_a
     assert refused('"upload", base=1, ', "x") == ["\n)", ")", "su"]   # no positional after a keyword
     assert refused('"upload", base=1, ', "su") is None and refused('"upload", base=1, ', "*") is None
     assert refused('"upload", ', "x") is None                 # positional: any expression
+
+
+def test_overloads_merge_into_what_any_of_them_accepts():
+    from groundcode.analysis.base import CallSignature as S, ParamSpec as P
+    from groundcode.analysis.overloads import merge
+    get = merge([S("get", (P("key", "positional", True), P("default", "positional", False))),
+                 S("get", (P("key", "positional", True), P("default", "positional", True)))])
+    assert get.params == (P("key", "positional", True), P("default", "positional", False))
+    # keyword-only in one, positional in the other: by keyword anywhere; required only in all
+    m = merge([S("f", (P("a", "either", True), P("t", "keyword", True))),
+               S("f", (P("a", "positional", True), P("t", "either", False), P("u", "either", True)), True),
+               S("f", (P("a", "either", True),), var_keyword=True)])
+    assert m.params == (P("a", "either", True), P("t", "either", False), P("u", "either", False))
+    assert m.var_positional and m.var_keyword
+    assert merge([S("f", (P("a", "either", True),)), S("f", (P("b", "either", True),))]) is None
+    assert merge([]) is None and merge([get]) is get

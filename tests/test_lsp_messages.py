@@ -91,7 +91,14 @@ def test_signature_help_read_whole_or_unknown():
     sig = signature(_help(T.SignatureInformation(label=lab, parameters=offs)))
     assert sig.name == "put" and [p.name for p in sig.params] == ["key", "ttl"]
     assert sig.params[1].kind == "keyword" and not sig.var_keyword
-    assert signature(_help(T.SignatureInformation("(x)"), T.SignatureInformation("(x, y)"))) is None  # overloads
+    assert signature(_help(T.SignatureInformation("(x)"), T.SignatureInformation("(x, y)"))) is None  # no lists
+    def info(label, *ps):
+        return T.SignatureInformation(label, parameters=[T.ParameterInformation(p) for p in ps])
+    sig = signature(_help(info("(x, y=1)", "x", "y=1"), info("(x, z)", "x", "z")))      # overloads
+    assert sig is None                                  # that name a position differently
+    sig = signature(_help(info("(x, y=1)", "x", "y=1"), info("(x, y, *, k)", "x", "y", "*", "k")))
+    assert [(p.name, p.kind, p.required) for p in sig.params] == [("x", "either", True), ("y", "either", False),
+                                                                   ("k", "keyword", False)]
     assert signature(_help(T.SignatureInformation("(…)", parameters=[T.ParameterInformation("…")]))) is None
     for unresolved in ("() -> Any", "(...) -> Unknown", "Unknown"):     # zuban, ty, pyrefly
         assert signature(_help(T.SignatureInformation(unresolved))) is None

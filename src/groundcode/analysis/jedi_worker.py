@@ -9,7 +9,7 @@
                                members
     warm_file(job)             parse the file and infer its imports (cold start off the clock)
     call_signature(job)        the parameters of the call opened just before the cursor (one
-                               signature, else unknown)
+                               signature, or overloads that agree by position: merged)
 
 A `Job` carries the code, the cursor, the project root, the Python environment and, when it
 changed since the worker last saw it, the workspace's overlay of open buffers. Other modules'
@@ -324,49 +324,61 @@ _KINDS = {"POSITIONAL_ONLY": "positional", "POSITIONAL_OR_KEYWORD": "either", "K
 
 def call_signature(job: Job) -> tuple:
     """What the call whose `(` ends just before the job's cursor accepts, as Jedi reads it:
-    (name, ((param, kind, required), ...), *args?, **kwargs?) for exactly one signature, else
-    (None, why): no signature, or several (overloads, a union of callables) — unknown, as
-    the language servers' one-signature rule (lsp_messages.signature)."""
+    (name, ((param, kind, required), ...), *args?, **kwargs?), else (None, why). Several
+    signatures (overloads, a union of callables) are read as one where their parameters agree
+    by position (analysis/overloads.py), else unknown, as one that cannot be read whole."""
     proj = _prepare(job)
     with unsaved(job.path):
         script = _jedi().Script(job.code, path=job.path, project=proj)
         sigs = script.get_signatures(job.line, job.column)
-        if len(sigs) != 1:
-            return None, "no signature" if not sigs else "overloads"
-        sig = sigs[0]
-        params, var_pos, var_kw = [], False, False
-        for p in sig.params:
-            kind = str(p.kind).rsplit(".", 1)[-1]
-            name = p.name or ""
-            if name.startswith("**"):          # a compiled callable's text signature: the
-                kind = "VAR_KEYWORD"           # stars in the name, the kind left positional
-            elif name.startswith("*"):
-                kind = "VAR_POSITIONAL"
-            if kind == "VAR_POSITIONAL":
-                var_pos = True
-            elif kind == "VAR_KEYWORD":
-                var_kw = True
-            elif not name.isidentifier():
-                return None, f"parameter name {name!r}"
-            elif kind in _KINDS:
-                params.append((p.name, _KINDS[kind], not _has_default(p.to_string())))
-            else:
-                return None, f"parameter kind {kind}"
-        if params and params[0][0] in ("self", "cls"):
-            # Jedi left the receiver unbound (a classmethod through its class inside the class
-            # body: pyopenssl's `_EllipticCurve._get_elliptic_curves(lib)` read as (cls, lib));
-            # a classmethod's `cls` is never passed, an unbound `self` cannot be told apart
-            if _decorated(sig, "classmethod") and params[0][0] == "cls":
-                params = params[1:]
-            else:
-                return None, f"unbound {params[0][0]}"
-        if len({p[0] for p in params}) != len(params):
-            return None, "a parameter named twice"     # Jedi merged two signatures
-        if not params and not var_pos and not var_kw and not _declares_none(sig):
-            return None, "no parameters"     # often a guess: `NoneType()` for an attribute
-                                             # whose default is None
-        stars = _declared_stars(sig)
-        return sig.name, tuple(params), var_pos or 1 in stars, var_kw or 2 in stars
+        if not sigs:
+            return None, "no signature"
+        read = [_signature(sig) for sig in sigs]
+        if len(read) == 1 or any(r[0] is None for r in read):
+            return read[0] if len(read) == 1 else (None, "overloads")
+        from .base import CallSignature, ParamSpec
+        from .overloads import merge
+        m = merge([CallSignature(r[0], tuple(ParamSpec(*p) for p in r[1]), r[2], r[3]) for r in read])
+        if m is None:
+            return None, "overloads"
+        return m.name, tuple((p.name, p.kind, p.required) for p in m.params), m.var_positional, m.var_keyword
+
+
+def _signature(sig) -> tuple:
+    """One of Jedi's signatures read whole: (name, params, *args?, **kwargs?), or (None, why)."""
+    params, var_pos, var_kw = [], False, False
+    for p in sig.params:
+        kind = str(p.kind).rsplit(".", 1)[-1]
+        name = p.name or ""
+        if name.startswith("**"):          # a compiled callable's text signature: the
+            kind = "VAR_KEYWORD"           # stars in the name, the kind left positional
+        elif name.startswith("*"):
+            kind = "VAR_POSITIONAL"
+        if kind == "VAR_POSITIONAL":
+            var_pos = True
+        elif kind == "VAR_KEYWORD":
+            var_kw = True
+        elif not name.isidentifier():
+            return None, f"parameter name {name!r}"
+        elif kind in _KINDS:
+            params.append((p.name, _KINDS[kind], not _has_default(p.to_string())))
+        else:
+            return None, f"parameter kind {kind}"
+    if params and params[0][0] in ("self", "cls"):
+        # Jedi left the receiver unbound (a classmethod through its class inside the class
+        # body: pyopenssl's `_EllipticCurve._get_elliptic_curves(lib)` read as (cls, lib));
+        # a classmethod's `cls` is never passed, an unbound `self` cannot be told apart
+        if _decorated(sig, "classmethod") and params[0][0] == "cls":
+            params = params[1:]
+        else:
+            return None, f"unbound {params[0][0]}"
+    if len({p[0] for p in params}) != len(params):
+        return None, "a parameter named twice"     # Jedi merged two signatures
+    if not params and not var_pos and not var_kw and not _declares_none(sig):
+        return None, "no parameters"     # often a guess: `NoneType()` for an attribute
+                                         # whose default is None
+    stars = _declared_stars(sig)
+    return sig.name, tuple(params), var_pos or 1 in stars, var_kw or 2 in stars
 
 
 def _decorated(sig, name: str) -> bool:

@@ -172,17 +172,25 @@ _VOID = re.compile(r"(?:^|\|)\s*void\s*(?:\||$)")   # TypeScript: a `void` param
 
 
 def signature(res, typescript: bool = False) -> CallSignature | None:
-    """signatureHelp's answer as what the call accepts: only when there is exactly one signature
-    (overloads: unknown) and every parameter label reads as a Python parameter; `/` and a bare
-    `*` mark positional-only and keyword-only parameters. None: not known for sure (also a
+    """signatureHelp's answer as what the call accepts: one signature, or several (overloads)
+    that agree by position, merged (analysis/overloads.py); every parameter label must read as
+    a Python parameter; `/` and a bare `*` mark positional-only and keyword-only parameters. None: not known for sure (also a
     signature without parameters: servers answer `() -> Any`, `(...) -> Unknown` or `Unknown`
     for a name they cannot resolve, which must not forbid every keyword; TypeScript's shows
     `isAllOf(): …` for a generic rest parameter inferred from no arguments). `typescript`: a
     first parameter named `self` or `cls` is a parameter, not Python's bound receiver, and one
     typed `void` (or a union with it: `resolve(value: void | PromiseLike<void>)`) may be left out."""
-    if res is None or len(res.signatures or ()) != 1:
+    if res is None or not res.signatures:
         return None
-    sig = res.signatures[0]
+    read = [_one(sig, typescript) for sig in res.signatures]
+    if len(read) == 1 or any(r is None for r in read):
+        return read[0] if len(read) == 1 else None
+    from .overloads import merge
+    return merge(read)
+
+
+def _one(sig, typescript: bool) -> CallSignature | None:
+    """One signature of signatureHelp's answer read whole (None: it cannot be)."""
     label = sig.label
     if "(" not in label or not sig.parameters:
         return None          # no parameter list: servers show `() -> Any`, `(...) -> Unknown`
