@@ -454,3 +454,44 @@ def test_overloads_merge_into_what_any_of_them_accepts():
     assert m.var_positional and m.var_keyword
     assert merge([S("f", (P("a", "either", True),)), S("f", (P("b", "either", True),))]) is None
     assert merge([]) is None and merge([get]) is get
+
+
+def test_with_kwargs_any_keyword_is_taken_and_positions_are_still_judged():
+    # solvebio's `self.all(` — `def all(cls, **params)` — written by smollm2 with a list as its
+    # argument (pylint: too many positional arguments). `**kwargs` used to leave the call free;
+    # now any keyword name is taken while positions, `)` and a keyword's `=` are judged
+    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView
+    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
+    from groundcode.decoding.vocab import VocabIndex
+
+    sigs = {"all": CallSignature("all", (), var_keyword=True),
+            "get": CallSignature("get", (ParamSpec("a", "either", True),), var_keyword=True)}
+
+    class Sigs:
+        def ask(self, q):
+            return Answered(SignatureAnswer(sigs[q.name]))
+
+        def deadline(self):
+            return 1.0
+
+    tokens = ["", "[", "1", "x", "x)", "x=", " y", ")", "\n)", " **", "#", "_z"]
+    ids = {t: i for i, t in enumerate(tokens)}
+
+    def judged(call: str, tok: str):
+        before = "def run(self, x):\n    items = " + call
+        ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                          starts_at_line=False)
+        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
+        mon.reset(row)
+        assert mon.state == ARGS and not row.triggers[-1].failed_open
+        got = mon.check(row, ids[tok])
+        return None if got is None else sorted(tokens[i] for i in got)
+
+    keywords_or_close = sorted(["x", "x=", " y", "_z", ")", "\n)"])      # (never `x)` again)
+    assert judged("self.all(", "[") == keywords_or_close == judged("self.all(", "1")
+    assert judged("self.all(", "x=") is None and judged("self.all(", " **") is None   # any keyword
+    assert judged("self.all(", "x)") is not None and judged("self.all(", ")") is None  # `x` positional: no
+    assert judged("get(", "[") is None and judged("get(", ")") is not None           # `a` is required
+    assert judged("get(1, ", "_z") is None and judged("get(1, ", "1") is not None

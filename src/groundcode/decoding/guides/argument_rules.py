@@ -25,7 +25,7 @@ class ArgumentRules:
         """Do the arguments `scan` read fit `sig` (keywords it takes, positions within bounds)? A
         misfit before the cursor says the signature is not the one the code calls: fail open."""
         takes = sum(p.kind != "keyword" for p in sig.params)
-        return all(u in sig.keywords() for u in scan.used) and (
+        return (sig.var_keyword or all(u in sig.keywords() for u in scan.used)) and (
             sig.var_positional or scan.unpacked or scan.positional + scan.positional_begun() <= takes)
 
     def _probe(self, t: str):
@@ -109,7 +109,7 @@ class ArgumentRules:
         writes `f(a, )` and goes on wrongly (three harms of the call-kind benchmark). Refused,
         the model closes the call or goes on with its last argument. A call broken over lines
         keeps its trailing comma (`f(\n    a,\n)`): there the next argument is checked."""
-        if not self.arity or "," not in t or self.sig.var_positional or self.scan.unpacked:
+        if not self.arity or "," not in t or self.sig.var_positional or self.sig.var_keyword or self.scan.unpacked:
             return False
         args = self._args(row, self.call_start)
         if "\n" in args or "\r" in args:

@@ -35,7 +35,8 @@ States (one row):
                  begins which the callee cannot take (`(tree` for `f()`: redone as `(` alone;
                  checked before it is accepted). `*x`/`**x` arguments end the arity check
                  (what they bind cannot be told).
-             The closing `)` at depth 0 goes back to WAIT. `**kwargs` signatures are left free.
+             The closing `)` at depth 0 goes back to WAIT. With `**kwargs` any keyword name is
+             taken; positions, `)` and the `=` after a keyword's name are judged as above.
              Where the monitor is reproducible, each signature is waited for (a run must not
              depend on the analyzer's speed); else an answer still running leaves decoding free.
              The argument text is rescanned from the `(` after every token (calls are short).
@@ -63,8 +64,8 @@ from ...pycode import ArgScanner, Lexer, ident_run, open_paren, receiver_before
 from .base import Guide, Rollback, RowView, TriggerRecord
 from .argument_rules import ArgumentRules
 from .call_opener import WAIT, CallOpener, ask_signature
-from .token_sets import closing as _closing, ident_start as _ident_start, next_argument as _next_argument, \
-    opening as _opening, starting as _starting, without as _without
+from .token_sets import closing as _closing, ident_start as _ident_start, keyword_start as _keyword_start, \
+    next_argument as _next_argument, opening as _opening, starting as _starting, without as _without
 
 ARGS, NARROW = "args", "narrow"           # (WAIT: the call opener's, call_opener.py)
 
@@ -233,24 +234,22 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
 
     def _open_call(self, row: RowView, sig, callee: str, call_start: int) -> int | None:
         """A call with signature `sig` (None: unknown) opened at `call_start`: go to ARGS (the
-        state stays WAIT when the signature is unknown or takes any keyword)."""
+        state stays WAIT when the signature is unknown). With `**kwargs` any keyword is taken;
+        its positions, `)` and a keyword's `=` are still judged."""
         if sig is None:
             return None
-        rec = TriggerRecord(receiver=callee + "(", candidates=len(sig.params),
-                            failed_open=sig.var_keyword,
-                            reason="**kwargs: any keyword" if sig.var_keyword else None)
+        rec = TriggerRecord(receiver=callee + "(", candidates=len(sig.params))
         row.triggers.append(rec)
-        if sig.var_keyword:
-            return None
         if call_start == 0 and self.head and not self._fits(ArgScanner().feed(self.head), sig):
             rec.failed_open, rec.reason = True, "the arguments before the cursor do not fit"
             return None
         self.sig, self.record = sig, rec
-        self.keyword_only = not sig.var_positional and all(p.kind == "keyword" for p in sig.params)
+        self.keyword_only = not sig.var_positional and not sig.var_keyword and all(
+            p.kind == "keyword" for p in sig.params)
         self.call_start = call_start
         self.state, self.cs, self.allowed = ARGS, None, frozenset()
         self.scan = ArgScanner().feed(self._args(row, call_start))
-        if any(u not in sig.keywords() for u in self.scan.used):
+        if not sig.var_keyword and any(u not in sig.keywords() for u in self.scan.used):
             rec.reason = "keyword merged into the `(` token: not redone"
         return self._settle(row)
 
@@ -299,7 +298,12 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         what, head = found[0], found[1]
         if what == "name":
             name, complete = found[2], found[3]
-            if cs is None:
+            rest = t[len(head) + len(name):]
+            if kw and complete and rest.strip(" \t") and not _KW_EQ.match(rest):
+                ok = False              # a whole name, then not `=`: a positional argument
+            elif self.sig.var_keyword:
+                ok = True               # any keyword (`**kwargs`); a positional one shows at its end
+            elif cs is None:
                 ok = not kw
             elif kw:
                 lo, hi = cs.span(name)
@@ -328,6 +332,8 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             return None
         self.record.constrained = True
         allowed = row.vocab.allowed_in(cs, "", head) if cs is not None else np.zeros(0, dtype=np.int64)
+        if self.sig.var_keyword:          # any keyword: a token that begins a name
+            allowed = np.union1d(allowed, _keyword_start(row.vocab))
         if kw and not self._missing():    # no further positional argument: a keyword, or the end
             allowed = np.union1d(allowed, _closing(row.vocab))   # (it was: nothing when the
         elif not head and not self._missing():                          # token began with a blank)
@@ -365,10 +371,10 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             self.state = WAIT
             self.record.chosen = ",".join(s.used)
             return None
-        if s.reading and self._kw() and self._candidates(row) is not None:
+        if s.reading and self._kw() and not self.sig.var_keyword and self._candidates(row) is not None:
             self.state, self.typed, self.need = NARROW, s.ident, ""
             return None
-        bad = [u for u in s.used if u not in self.sig.keywords()]
+        bad = [u for u in s.used if u not in self.sig.keywords() and not self.sig.var_keyword]
         if bad and not self.keyword_only and self.rollback:
             # `wrong=`: cut back to the token where this argument began, redo under the mask
             arg_text = self._arg_start()

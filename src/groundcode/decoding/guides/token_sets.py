@@ -6,6 +6,8 @@ Test: tests/test_call_signatures.py, tests/test_call_arity.py.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .base import on_vocab
@@ -15,6 +17,15 @@ def ident_start(vocab) -> np.ndarray:
     """Boolean array: does token i start with an identifier character? Cached on the vocab."""
     return on_vocab(vocab, "_kw_ident_start", lambda: np.array(
         [bool(s) and (s[0].isalnum() or s[0] == "_") for s in vocab.texts]))
+
+
+def keyword_start(vocab) -> np.ndarray:
+    """Ids of the tokens that may begin a keyword argument of any name: after blanks a name,
+    then nothing, blanks, or `=` (not `==`) and anything (`x`, ` x=`, `x=1`; not `x)`, `1`):
+    where `**kwargs` takes any keyword. Cached on the vocab."""
+    pat = re.compile(r"[ \t]*[^\W\d]\w*[ \t]*(?:=(?!=)[\s\S]*)?")
+    return on_vocab(vocab, "_kw_keyword_start", lambda: np.array(
+        [i for i, s in enumerate(vocab.texts) if pat.fullmatch(s)], dtype=np.int64))
 
 
 def starting(vocab, ch: str, every: bool = False) -> np.ndarray:
