@@ -23,7 +23,8 @@ CODE = ("import json\n\n\nclass Shop:\n    def scale(self, value, factor=2, /, m
         "        raise NotImplementedError\n\n\nfrom typing import overload\n\n\n"
         "@overload\ndef conv(x: int) -> int: ...\n@overload\ndef conv(x: str, base: int = 10) -> str: ...\n"
         "def conv(x, base=10):\n    return x\n\n\n"
-        "@overload\ndef odd(a: int) -> int: ...\n@overload\ndef odd(b: str) -> str: ...\ndef odd(a):\n    return a\n")
+        "@overload\ndef odd(a: int) -> int: ...\n@overload\ndef odd(b: str) -> str: ...\ndef odd(a):\n    return a\n"
+        "\n\nimport typing\n\n\nclass Loc(typing.NamedTuple):\n    line: int\n    text: str\n")
 
 
 def _ask(a: JediAnalyzer, tail: str, receiver: str, name: str):
@@ -75,6 +76,9 @@ def test_jedi_reads_kinds_defaults_and_star_parameters():
         sig = _ask(a, "print(", "", "print").signature
         assert sig.var_positional and {"sep", "end", "file", "flush"} <= sig.keywords() and not sig.required
         assert _ask(a, "odd(", "", "odd").failed == "overloads"
+        # a typing.NamedTuple subclass: Jedi reads typing's own constructor, `(typename, fields)`
+        # (gin's `Location(None, 0, None, '')` refused at its `)`: 60 false blocks, session 40)
+        assert _ask(a, "Loc(", "", "Loc").failed == "overloads: typing's constructor for its subclass"
         got = _ask(a, "nothing_here(", "", "nothing_here")
         assert got.signature is None and got.failed == "no signature"
 
@@ -495,3 +499,37 @@ def test_with_kwargs_any_keyword_is_taken_and_positions_are_still_judged():
     assert judged("self.all(", "x)") is not None and judged("self.all(", ")") is None  # `x` positional: no
     assert judged("get(", "[") is None and judged("get(", ")") is not None           # `a` is required
     assert judged("get(1, ", "_z") is None and judged("get(1, ", "1") is not None
+
+
+def test_a_keywords_name_may_be_followed_by_blanks_before_its_equals():
+    # pysyncobj: `TcpServer(poller, host, port, onNewConnection = …,\n sendBufferSize = …`; after
+    # a keyword the name is held to the parameters left, and once whole the mask took only
+    # tokens that begin with `=`: ` =` was refused (27 false blocks, session 40)
+    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView
+    from groundcode.decoding.guides.keyword_args import NARROW, KeywordArgMonitor
+    from groundcode.decoding.vocab import VocabIndex
+
+    sig = CallSignature("Srv", (ParamSpec("poller", "either", True), ParamSpec("on", "either", True),
+                                ParamSpec("size", "either", False)))
+
+    class Sigs:
+        def ask(self, q):
+            return Answered(SignatureAnswer(sig))
+
+        def deadline(self):
+            return 1.0
+
+    tokens = ["", "size", " =", "=", " ", " = 2", "==", ")", "\n"]
+    before = "def run(p):\n    s = Srv(p, on = 1,\n            "
+    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                      starts_at_line=False)
+    mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
+    mon.reset(row)
+    row.tokens.append(1)
+    row.text += "size"
+    row.ends.append(len(row.text))
+    mon.advance(row, 1)
+    assert mon.state == NARROW
+    assert sorted(tokens[i] for i in mon.mask(row)) == sorted([" =", "=", " ", " = 2"])

@@ -334,8 +334,9 @@ def call_signature(job: Job) -> tuple:
         if not sigs:
             return None, "no signature"
         read = [_signature(sig) for sig in sigs]
-        if len(read) == 1 or any(r[0] is None for r in read):
-            return read[0] if len(read) == 1 else (None, "overloads")
+        failed = next((r for r in read if r[0] is None), None)
+        if len(read) == 1 or failed is not None:
+            return read[0] if len(read) == 1 else (None, f"overloads: {failed[1]}")
         from .base import CallSignature, ParamSpec
         from .overloads import merge
         m = merge([CallSignature(r[0], tuple(ParamSpec(*p) for p in r[1]), r[2], r[3]) for r in read])
@@ -346,6 +347,8 @@ def call_signature(job: Job) -> tuple:
 
 def _signature(sig) -> tuple:
     """One of Jedi's signatures read whole: (name, params, *args?, **kwargs?), or (None, why)."""
+    if _typing_base(sig):
+        return None, "typing's constructor for its subclass"
     params, var_pos, var_kw = [], False, False
     for p in sig.params:
         kind = str(p.kind).rsplit(".", 1)[-1]
@@ -379,6 +382,19 @@ def _signature(sig) -> tuple:
                                          # whose default is None
     stars = _declared_stars(sig)
     return sig.name, tuple(params), var_pos or 1 in stars, var_kw or 2 in stars
+
+
+def _typing_base(sig) -> bool:
+    """Is this typing's own `NamedTuple`/`TypedDict` constructor, read for a class that
+    subclasses it? Jedi reads gin's `class Location(typing.NamedTuple)` as `(typename, fields,
+    /)`: the fields it takes are not there (60 false blocks of the standing call audit once
+    its overloads were merged, session 40)."""
+    try:
+        node = sig._signature._function_value.tree_node
+    except Exception:                       # another kind of signature, or another Jedi
+        return False
+    owner = node.search_ancestor("classdef") if node is not None else None
+    return owner is not None and owner.name.value in ("NamedTuple", "TypedDict") and sig.name != owner.name.value
 
 
 def _decorated(sig, name: str) -> bool:

@@ -64,7 +64,7 @@ from ...pycode import ArgScanner, Lexer, ident_run, open_paren, receiver_before
 from .base import Guide, Rollback, RowView, TriggerRecord
 from .argument_rules import ArgumentRules
 from .call_opener import WAIT, CallOpener, ask_signature
-from .token_sets import closing as _closing, ident_start as _ident_start, keyword_start as _keyword_start, \
+from .token_sets import closing as _closing, equals as _equals, ident_start as _ident_start, keyword_start as _keyword_start, \
     next_argument as _next_argument, opening as _opening, starting as _starting, without as _without
 
 ARGS, NARROW = "args", "narrow"           # (WAIT: the call opener's, call_opener.py)
@@ -268,7 +268,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         ids = row.vocab.allowed_in(self.cs, self.typed, self.need)
         if self._kw() and not self.need and self.typed in self.allowed:
             # a complete name: go on to a longer name, or `=` (never `name)` / `name,`)
-            ids = np.union1d(ids[_ident_start(row.vocab)[ids]], _starting(row.vocab, "="))
+            ids = np.union1d(ids[_ident_start(row.vocab)[ids]], _equals(row.vocab))   # (`k =` too)
         if not len(ids):
             return None                 # nothing in the vocabulary fits: fail open
         self.record.constrained = True
@@ -326,7 +326,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
                 if c.startswith("=="):      # `=` is written: anything but a second one
                     ids = np.setdiff1d(np.arange(len(row.vocab.texts)), _starting(row.vocab, "=", True))
                 else:
-                    ids = _starting(row.vocab, "=") if not head else np.zeros(0, dtype=np.int64)
+                    ids = _equals(row.vocab)
                 return ids if len(ids) else None
         if ok:
             return None

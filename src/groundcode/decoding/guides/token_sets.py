@@ -40,6 +40,14 @@ def starting(vocab, ch: str, every: bool = False) -> np.ndarray:
     return ids
 
 
+def equals(vocab) -> np.ndarray:
+    """Ids of the tokens that may come between a keyword's name and its value: blanks on one
+    line, then `=` (not `==`) and anything, or blanks alone (`=`, ` =`, ` = 1`, ` `). Cached."""
+    pat = re.compile(r"[ \t]*=(?!=)[\s\S]*|[ \t]+")
+    return on_vocab(vocab, "_kw_equals", lambda: np.array(
+        [i for i, s in enumerate(vocab.texts) if pat.fullmatch(s)], dtype=np.int64))
+
+
 def closing(vocab) -> np.ndarray:
     """Ids of the tokens that begin, after blanks, with `)`: what may come where no further
     argument may begin (a trailing comma may still close the call; a blank alone is not
