@@ -24,7 +24,10 @@ CODE = ("import json\n\n\nclass Shop:\n    def scale(self, value, factor=2, /, m
         "@overload\ndef conv(x: int) -> int: ...\n@overload\ndef conv(x: str, base: int = 10) -> str: ...\n"
         "def conv(x, base=10):\n    return x\n\n\n"
         "@overload\ndef odd(a: int) -> int: ...\n@overload\ndef odd(b: str) -> str: ...\ndef odd(a):\n    return a\n"
-        "\n\nimport typing\n\n\nclass Loc(typing.NamedTuple):\n    line: int\n    text: str\n")
+        "\n\nimport typing\n\n\nclass Loc(typing.NamedTuple):\n    line: int\n    text: str\n\n\n"
+        "import functools\n\n\ndef api(f):\n    @functools.wraps(f)\n    def new_func(*args, **kwargs):\n"
+        "        return f(*args, **kwargs)\n    return new_func\n\n\n"
+        "class Node:\n    @api\n    def get(self, name, fast=False):\n        return self\n")
 
 
 def _ask(a: JediAnalyzer, tail: str, receiver: str, name: str):
@@ -79,6 +82,11 @@ def test_jedi_reads_kinds_defaults_and_star_parameters():
         # a typing.NamedTuple subclass: Jedi reads typing's own constructor, `(typename, fields)`
         # (gin's `Location(None, 0, None, '')` refused at its `)`: 60 false blocks, session 40)
         assert _ask(a, "Loc(", "", "Loc").failed == "overloads: typing's constructor for its subclass"
+        # a decorator's `*args, **kwargs` wrapper: Jedi shows the wrapped callable's parameters,
+        # inferred — none of them required (pypet's `my_param.f_get()`, read as a Trajectory's
+        # `f_get(name)`: 22 false blocks, session 40)
+        sig = _ask(a, "Node().get(", "Node()", "get").signature
+        assert sig.var_positional and sig.var_keyword and not sig.required, sig
         got = _ask(a, "nothing_here(", "", "nothing_here")
         assert got.signature is None and got.failed == "no signature"
 
@@ -533,3 +541,60 @@ def test_a_keywords_name_may_be_followed_by_blanks_before_its_equals():
     mon.advance(row, 1)
     assert mon.state == NARROW
     assert sorted(tokens[i] for i in mon.mask(row)) == sorted([" =", "=", " ", " = 2"])
+
+
+def test_a_call_inside_the_arguments_is_followed_then_the_one_around_it():
+    # `pair(1, pair(2` — the inner call is followed (its `)` refused while `b` is unbound), then
+    # the outer one again once the inner closes; an inner callee without a signature leaves the
+    # outer one followed
+    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView
+    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
+    from groundcode.decoding.vocab import VocabIndex
+
+    pair = CallSignature("pair", (ParamSpec("a", "either", True), ParamSpec("b", "either", True)))
+
+    class Sigs:
+        def ask(self, q):
+            return Answered(SignatureAnswer(pair if q.name == "pair" else None))
+
+        def deadline(self):
+            return 1.0
+
+    tokens = ["", "1", ",", " pair(", " foo(", "2", ")", " 3", "))", " ok=", " b"]
+    ids = {t: i for i, t in enumerate(tokens)}
+    before = "def run():\n    x = pair("
+    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                      starts_at_line=False)
+
+    def fresh():
+        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
+        mon.reset(row)
+        return mon, row
+
+    def write(mon, row, t):
+        assert mon.check(row, ids[t]) is None, t
+        row.tokens.append(ids[t])
+        row.text += t
+        row.ends.append(len(row.text))
+        return mon.advance(row, ids[t])
+
+    mon, row = fresh()
+    for t in ["1", ",", " pair(", "2"]:
+        assert write(mon, row, t) is None
+    assert mon.state == ARGS and len(mon.outer) == 1 and mon.scan.positional == 0
+    assert mon.check(row, ids[")"]) is not None            # the inner pair(2) is short of `b`
+    for t in [",", " 3", ")"]:
+        assert write(mon, row, t) is None
+    assert mon.outer == () and mon.scan.positional == 1 and mon.check(row, ids[")"]) is None
+    assert [r.receiver for r in row.triggers] == ["pair(", "pair("]
+    mon, row = fresh()
+    for t in ["1", ",", " foo(", "2"]:                      # no signature: not followed
+        assert write(mon, row, t) is None
+    assert mon.outer == () and mon.check(row, ids[")"]) is None and mon.check(row, ids["))"]) is None
+    mon, row = fresh()
+    for t in ["1", ",", " pair(", "2", ","]:
+        assert write(mon, row, t) is None
+    got = mon.check(row, ids[" ok="])                       # the inner call's keywords: b left
+    assert got is not None and [tokens[i] for i in got] == [" b"]

@@ -380,7 +380,12 @@ def _signature(sig) -> tuple:
     if not params and not var_pos and not var_kw and not _declares_none(sig):
         return None, "no parameters"     # often a guess: `NoneType()` for an attribute
                                          # whose default is None
-    stars = _declared_stars(sig)
+    stars, own = _declared(sig)
+    if {1, 2} <= stars and own is not None:
+        # a `*args, **kwargs` wrapper (a decorator's `new_func`): what it requires is the wrapped
+        # callable's as Jedi infers it, a guess (pypet's `my_param.f_get()` read as a
+        # Trajectory's `f_get(name)`: 22 false blocks of the standing call audit)
+        params = [(n, k, r and n in own) for n, k, r in params]
     return sig.name, tuple(params), var_pos or 1 in stars, var_kw or 2 in stars
 
 
@@ -452,23 +457,25 @@ def _decorators(node) -> list[str]:
     return out
 
 
-def _declared_stars(sig) -> set:
-    """The star counts of the parameters the callee's definition declares (its own `def`, or a
-    class's own `__init__`/`__new__`): Jedi replaces `*args, **kwargs` by the parameters of
-    the callable they are passed to, and drops them when that callable is unknown (swiftly's
-    `spawn(self, ident, func, *args, **kwargs)` read as `spawn(ident, func)`)."""
+def _declared(sig) -> tuple[set, set | None]:
+    """(star counts, names) of the parameters the callee's definition declares (its own `def`,
+    or a class's own `__init__`/`__new__`; names None where it cannot be read): Jedi replaces
+    `*args, **kwargs` by the parameters of the callable they are passed to, and drops them when
+    that callable is unknown (swiftly's `spawn(self, ident, func, *args, **kwargs)` read as
+    `spawn(ident, func)`)."""
     try:
         node = sig._signature.value.tree_node
     except Exception:                       # a compiled callable, or another Jedi
-        return set()
+        return set(), None
     if node is None:
-        return set()
+        return set(), None
     if node.type == "classdef":
         defs = [c for c in node.iter_funcdefs() if c.name.value in ("__init__", "__new__")]
         node = defs[0] if defs else None
     if node is None or node.type not in ("funcdef", "lambdef"):
-        return set()
-    return {p.star_count for p in node.get_params() if p.star_count}
+        return set(), None
+    params = node.get_params()
+    return {p.star_count for p in params if p.star_count}, {p.name.value for p in params}
 
 
 def _has_default(text: str) -> bool:

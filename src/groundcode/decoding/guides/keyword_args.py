@@ -47,11 +47,13 @@ Checkpoints are the engine's (`snapshot`/`restore`); a wrong keyword is a propos
 (`Rollback(argument start, "wrong keyword", (owed text, the call))`) and NARROW is entered in
 `rolled_back`, once the engine has taken that cut. Text from the current argument's start on
 is held back (`final_upto`) where such a cut may come; from the `(` while its signature runs.
-Nested calls inside the arguments are not followed (one call at a time); a keyword merged into
+A call opened inside the arguments (`f(x, g(`) is followed where its signature is at hand
+(waited for where reproducible, else a cached one), then the call around it again (`outer`, a
+stack; the prompt's own outer calls are not followed); a keyword merged into
 the same token as the `(` (`(Foo=`) is refused before that token where the signature is in
 (reproducible: always); one that lands later sees it too late and only records it.
 Not here: where signatures come from (analysis/sdk.py: boto3; jedi_worker.call_signature: any
-callee Jedi resolves, one signature; lsp_messages.signature: the servers), tensors, the loop.
+callee Jedi resolves, overloads merged; lsp_messages.signature: the servers), tensors, the loop.
 Test: tests/test_sdk.py, tests/test_call_signatures.py.
 """
 from __future__ import annotations
@@ -100,7 +102,8 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         self.typed = ""
         self.need = ""
         self.pending = None          # (ticket, callee, call_start): a signature still running
-        self._open_at_cursor(row)
+        self.outer: tuple = ()       # the calls this one is an argument of: (sig, keyword_only,
+        self._open_at_cursor(row)    # record, call_start) each, innermost last
 
     def _open_at_cursor(self, row: RowView) -> None:
         """The prompt ends with a call's `(` (the editor's cursor right after `f(`, the call
@@ -131,17 +134,17 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
     # -- checkpoints (the engine's) ----------------------------------------------------------
     def snapshot(self) -> tuple:
         return (self.state, self.sig, self.keyword_only, self.record, self.call_start, self.scan,
-                self.cs, self.allowed, self.typed, self.need, self.pending)
+                self.cs, self.allowed, self.typed, self.need, self.pending, self.outer)
 
     def restore(self, row: RowView, snap: tuple) -> None:
         (self.state, self.sig, self.keyword_only, self.record, self.call_start, self.scan,
-         self.cs, self.allowed, self.typed, self.need, self.pending) = snap
+         self.cs, self.allowed, self.typed, self.need, self.pending, self.outer) = snap
         self.lexer.rewind(len(self.prefix) + len(row.text))
 
     def rolled_back(self, row: RowView, proposal: Rollback) -> None:
         """Our `wrong=` proposal won: the argument is redone with its name under the mask (the
         call as the proposal saw it: the restored state may predate its opening)."""
-        self.need, self.record, self.sig, self.keyword_only, self.call_start = proposal.payload
+        self.need, self.record, self.sig, self.keyword_only, self.call_start, self.outer = proposal.payload
         if not any(t is self.record for t in row.triggers):
             row.triggers.append(self.record)      # recorded after the cut's point: put back
         self.record.rolled_back = True
@@ -361,15 +364,41 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             if len(name) == len(s):
                 return None             # the name goes on in the next token
             self.state, self.typed = ARGS, ""
-        return self._settle(row)
+        got = self._settle(row)
+        if got is None and self.state == ARGS and "(" in t:
+            return self._inner_call(row, t)
+        return got
+
+    def _inner_call(self, row: RowView, t: str) -> int | None:
+        """Token `t`, inside the call's arguments, opens another call (`f(x, g(`): where its
+        signature is at hand (waited for where reproducible; else only a cached one) that call
+        is followed, and the one around it again once it closes."""
+        base = len(row.text) - len(t)
+        for j, c in enumerate(t):
+            upto = base + j + 1
+            full = self.prefix + row.text[:upto]
+            callee = self._callee(full, len(full) - 1) if c == "(" else ""
+            if not callee or ArgScanner().feed(row.text[upto:]).closed:
+                continue               # (no call, or one closed in this token: not followed)
+            ans = ask_signature(self, callee, row.text[:upto]).result(0)
+            if ans is not None and ans.signature is not None:
+                self.outer += ((self.sig, self.keyword_only, self.record, self.call_start),)
+                return self._open_call(row, ans.signature, callee, upto)
+        return None
 
     def _settle(self, row: RowView) -> int | None:
         """After a token in ARGS: a closed call ends; a name in progress at an argument start
         narrows (keyword-only); a wrong `name=` rolls back (other callables)."""
         s = self.scan
         if s.closed:
-            self.state = WAIT
             self.record.chosen = ",".join(s.used)
+            if self.outer:             # back to the call this one was an argument of
+                (self.sig, self.keyword_only, self.record, self.call_start), self.outer = \
+                    self.outer[-1], self.outer[:-1]
+                self.scan = ArgScanner().feed(self._args(row, self.call_start))
+                self.cs, self.allowed = None, frozenset()
+                return self._settle(row)
+            self.state = WAIT
             return None
         if s.reading and self._kw() and not self.sig.var_keyword and self._candidates(row) is not None:
             self.state, self.typed, self.need = NARROW, s.ident, ""
@@ -390,5 +419,5 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             # the payload carries the call: the cut may go back to before it opened (a
             # signature that landed late), where the restored state knows nothing of it
             return Rollback(back, "wrong keyword", (row.text[keep:name_at], self.record, self.sig,
-                                                    self.keyword_only, self.call_start))
+                                                    self.keyword_only, self.call_start, self.outer))
         return None
