@@ -488,7 +488,7 @@ def test_with_kwargs_any_keyword_is_taken_and_positions_are_still_judged():
         def deadline(self):
             return 1.0
 
-    tokens = ["", "[", "1", "x", "x)", "x=", " y", ")", "\n)", " **", "#", "_z"]
+    tokens = ["", "[", "1", "x", "x)", "x=", " y", ")", "\n)", " **", "#", "_z", ".", " =", "="]
     ids = {t: i for i, t in enumerate(tokens)}
 
     def judged(call: str, tok: str):
@@ -506,6 +506,21 @@ def test_with_kwargs_any_keyword_is_taken_and_positions_are_still_judged():
     assert judged("self.all(", "x=") is None and judged("self.all(", " **") is None   # any keyword
     assert judged("self.all(", "x)") is not None and judged("self.all(", ")") is None  # `x` positional: no
     assert judged("get(", "[") is None and judged("get(", ")") is not None           # `a` is required
+    # a name begun in an earlier token, then `)` or `.`: a positional argument, where only
+    # keywords may come (solvebio's `convert_to_solve_object(response, self` then `.`: session 40)
+    before = "def run(self, x):\n    items = get(1, "
+    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                      starts_at_line=False)
+    mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
+    mon.reset(row)
+    assert mon.check(row, ids["x"]) is None
+    row.tokens.append(ids["x"])
+    row.text += "x"
+    row.ends.append(len(row.text))
+    mon.advance(row, ids["x"])
+    for tok in (")", "."):
+        assert sorted(tokens[i] for i in mon.check(row, ids[tok])) == [" =", "="], tok   # `x=` or `x =`
+    assert mon.check(row, ids[" ="]) is None and mon.check(row, ids["="]) is None
     assert judged("get(1, ", "_z") is None and judged("get(1, ", "1") is not None
 
 

@@ -41,7 +41,8 @@ class ArgumentRules:
                         name = ident_run(t, i)
                         return "name", t[:i], name, i + len(name) < len(t)
                     return "other", t[:i], t[i:i + 2]
-                if probe.ident and probe.name_at >= 0 and not probe.reading:
+                if probe.ident and probe.name_at >= 0 and not (probe.reading and (c.isalnum() or c == "_")):
+                    # (a name begun in an earlier token ends at `c`: `self` then `.`, `x` then `)`)
                     return "after", t[:i], (probe._after + t[i:i + 2]).lstrip(" \t")
             probe.step(c)
             probe.pos += 1
