@@ -613,3 +613,51 @@ def test_a_call_inside_the_arguments_is_followed_then_the_one_around_it():
         assert write(mon, row, t) is None
     got = mon.check(row, ids[" ok="])                       # the inner call's keywords: b left
     assert got is not None and [tokens[i] for i in got] == [" b"]
+
+
+def test_a_keyword_that_binds_a_parameter_bound_already_is_redone():
+    # qwen at the keyword cursors: `np.fromfile(f, count=…, count=…)` (a SyntaxError) and
+    # `_x_request_elements_filter(…, request_type, …, request_type=…)` (a TypeError): a keyword
+    # for a parameter bound by position or by an earlier keyword is rolled back like one the
+    # callee does not take; arguments before the cursor that do so fail open
+    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView, as_rollback
+    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
+    from groundcode.decoding.vocab import VocabIndex
+
+    sig = CallSignature("f", (ParamSpec("a", "either", True), ParamSpec("b", "either", False),
+                              ParamSpec("c", "either", False)), var_keyword=True)
+
+    class Sigs:
+        def ask(self, q):
+            return Answered(SignatureAnswer(sig))
+
+        def deadline(self):
+            return 1.0
+
+    tokens = ["", " a", " b", "=", "1", ","]
+    ids = {t: i for i, t in enumerate(tokens)}
+
+    def run(head: str, written: list[str]):
+        before = "def run(x):\n    f(" + head
+        ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                          starts_at_line=False)
+        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
+        mon.reset(row)
+        got = None
+        for t in written:
+            row.tokens.append(ids[t])
+            row.text += t
+            row.ends.append(len(row.text))
+            got = as_rollback(mon.advance(row, ids[t])) or got
+        return mon, row, got
+
+    for head in ("x,", "x, b=2,"):                  # `a` by position; `b` by keyword
+        name = " a" if head == "x," else " b"
+        mon, row, got = run(head, [name, "=", "1"])
+        assert got is not None and got.reason == "wrong keyword" and got.length == 0, head
+    mon, row, got = run("x,", [" b", "=", "1"])      # `b` is free: no rollback
+    assert got is None and mon.state == ARGS
+    mon, row, got = run("x, a=1, ", [])              # the prompt binds `a` twice: fail open
+    assert mon.state != ARGS and row.triggers[-1].failed_open

@@ -17,6 +17,15 @@ def _bound(sig, positional: int, used) -> set:
     return {p.name for p in sig.params[:positional] if p.kind != "keyword"} | set(used)
 
 
+def _rebound(scan: ArgScanner, sig) -> list[str]:
+    """The keywords `scan` read that bind a parameter of `sig` bound already — by position, or
+    by the same keyword earlier (`f(x, x=1)`: a TypeError; `f(k=1, k=2)`: a SyntaxError)."""
+    if scan.unpacked:
+        return []
+    by_position = {p.name for p in sig.params[: scan.positional] if p.kind != "keyword"}
+    return [u for i, u in enumerate(scan.used) if u in by_position or u in scan.used[:i]]
+
+
 class ArgumentRules:
     """The keyword monitor's judgments of a token (a mixin: KeywordArgMonitor holds the state)."""
 
@@ -25,7 +34,7 @@ class ArgumentRules:
         """Do the arguments `scan` read fit `sig` (keywords it takes, positions within bounds)? A
         misfit before the cursor says the signature is not the one the code calls: fail open."""
         takes = sum(p.kind != "keyword" for p in sig.params)
-        return (sig.var_keyword or all(u in sig.keywords() for u in scan.used)) and (
+        return (sig.var_keyword or all(u in sig.keywords() for u in scan.used)) and not _rebound(scan, sig) and (
             sig.var_positional or scan.unpacked or scan.positional + scan.positional_begun() <= takes)
 
     def _probe(self, t: str):

@@ -64,7 +64,7 @@ import numpy as np
 
 from ...pycode import ArgScanner, Lexer, ident_run, open_paren, receiver_before
 from .base import Guide, Rollback, RowView, TriggerRecord
-from .argument_rules import ArgumentRules
+from .argument_rules import ArgumentRules, _rebound
 from .call_opener import WAIT, CallOpener, ask_signature
 from .token_sets import closing as _closing, equals as _equals, ident_start as _ident_start, keyword_start as _keyword_start, \
     next_argument as _next_argument, opening as _opening, starting as _starting, without as _without
@@ -404,6 +404,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             self.state, self.typed, self.need = NARROW, s.ident, ""
             return None
         bad = [u for u in s.used if u not in self.sig.keywords() and not self.sig.var_keyword]
+        bad += _rebound(s, self.sig)          # (a parameter bound twice: by position, or again)
         if bad and not self.keyword_only and self.rollback:
             # `wrong=`: cut back to the token where this argument began, redo under the mask
             arg_text = self._arg_start()
