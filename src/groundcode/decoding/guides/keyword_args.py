@@ -66,8 +66,9 @@ from ...pycode import ArgScanner, Lexer, ident_run, open_paren, receiver_before
 from .base import Guide, Rollback, RowView, TriggerRecord
 from .argument_rules import ArgumentRules, _rebound
 from .call_opener import WAIT, CallOpener, ask_signature
-from .token_sets import closing as _closing, equals as _equals, ident_start as _ident_start, keyword_start as _keyword_start, \
-    next_argument as _next_argument, opening as _opening, starting as _starting, without as _without
+from .token_sets import closing as _closing, equals as _equals, ident_start as _ident_start, \
+    keyword_start as _keyword_start, next_argument as _next_argument, opening as _opening, \
+    starting as _starting, without as _without
 
 ARGS, NARROW = "args", "narrow"           # (WAIT: the call opener's, call_opener.py)
 
