@@ -344,61 +344,80 @@ def test_text_after_a_call_whose_signature_is_still_running_is_not_final():
     assert got is not None and got.length == 0 and got.reason == "wrong keyword"
 
 
+class _Signatures:
+    """An analyzer answering signatures from a table (callee name -> CallSignature; a name not
+    in it: unknown), at once."""
+
+    def __init__(self, table: dict):
+        self.table = table
+
+    def ask(self, q):
+        from groundcode.analysis.base import Answered, SignatureAnswer
+        return Answered(SignatureAnswer(self.table.get(q.name)))
+
+    def deadline(self):
+        return 1.0
+
+
+def _monitor(table: dict, before: str, tokens: list[str]):
+    """A reproducible keyword monitor reset on a row whose prompt is `before` (vocabulary:
+    `tokens`): (monitor, row)."""
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView
+    from groundcode.decoding.guides.keyword_args import KeywordArgMonitor
+    from groundcode.decoding.vocab import VocabIndex
+    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                      starts_at_line=False)
+    mon, row = KeywordArgMonitor(_Signatures(table), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
+    mon.reset(row)
+    return mon, row
+
+
+def _accept(mon, row, t: str):
+    """The engine accepting token text `t`: the row grows, then `advance`; its rollback, if any."""
+    from groundcode.decoding.guides.base import as_rollback
+    i = row.vocab.texts.index(t)
+    row.tokens.append(i)
+    row.text += t
+    row.ends.append(len(row.text))
+    return as_rollback(mon.advance(row, i))
+
+
+def _checked(mon, row, t: str):
+    """What the monitor's check allows instead of token text `t`, sorted (None: `t` is fine)."""
+    got = mon.check(row, row.vocab.texts.index(t))
+    return None if got is None else sorted(row.vocab.texts[i] for i in got)
+
+
 def test_a_call_the_prompt_left_open_among_its_arguments_is_followed_from_the_first_token():
     # the cursor among a call's arguments (`pair(x, `: the editor mid-call, the keyword tasks
     # of the four-kind benchmark): the call is the row's from its first token, with what the
     # prompt passed counted — a keyword it does not take is refused, `)` while `b` is unbound
     # too; arguments before the cursor that do not fit the signature fail open, and the
     # innermost open bracket must be the call's
-    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
-    from groundcode.api import CodeContext
-    from groundcode.decoding.guides.base import RowView, as_rollback
-    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
-    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.analysis.base import CallSignature, ParamSpec
+    from groundcode.decoding.guides.keyword_args import ARGS
     from groundcode.pycode import open_paren
 
-    pair = CallSignature("pair", (ParamSpec("a", "either", True), ParamSpec("b", "either", True)))
-
-    class Sigs:
-        asked: list = []
-
-        def ask(self, q):
-            self.asked.append(q.name)
-            return Answered(SignatureAnswer(pair if q.name == "pair" else None))
-
-        def deadline(self):
-            return 1.0
-
+    pair = {"pair": CallSignature("pair", (ParamSpec("a", "either", True), ParamSpec("b", "either", True)))}
     tokens = ["", "ok", "k", "=", "1", ")", "b", " b", ",", "\n"]
-    ids = {t: i for i, t in enumerate(tokens)}
 
     def monitor(head: str):
-        before = "def run(x, y):\n    return pair(" + head
-        ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
-                          starts_at_line=False)
-        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
-        mon.reset(row)
-        return mon, row
-
-    def write(mon, row, t):
-        row.tokens.append(ids[t])
-        row.text += t
-        row.ends.append(len(row.text))
-        return as_rollback(mon.advance(row, ids[t]))
+        return _monitor(pair, "def run(x, y):\n    return pair(" + head, tokens)
 
     mon, row = monitor("x,\n               ")
     assert mon.state == ARGS and mon.scan.positional == 1 and mon.final_upto(row) == 0
-    assert sorted(tokens[i] for i in mon.check(row, ids[")"])) == sorted(t for t in tokens if ")" not in t)
-    assert mon.check(row, ids["b"]) is None
-    assert write(mon, row, "ok") is None and write(mon, row, "=") is None and mon.final_upto(row) == 0
-    back = write(mon, row, "1")                     # `ok=`: no such parameter, redone from the cursor
+    assert _checked(mon, row, ")") == sorted(t for t in tokens if ")" not in t)
+    assert _checked(mon, row, "b") is None
+    assert _accept(mon, row, "ok") is None and _accept(mon, row, "=") is None and mon.final_upto(row) == 0
+    back = _accept(mon, row, "1")                   # `ok=`: no such parameter, redone from the cursor
     assert back is not None and back.length == 0 and back.reason == "wrong keyword"
 
     mon, row = monitor("x, b=1")                    # every parameter bound: `)` is fine
-    assert mon.state == ARGS and mon.check(row, ids[")"]) is None
+    assert mon.state == ARGS and _checked(mon, row, ")") is None
     mon, row = monitor("x, o")                      # an argument begun before the cursor: not redone
     assert mon.state == ARGS and mon.final_upto(row) == 0
-    assert [write(mon, row, t) for t in ("k", "=", "1")] == [None, None, None]
+    assert [_accept(mon, row, t) for t in ("k", "=", "1")] == [None, None, None]
     assert mon.record.reason == "wrong keyword begun before the cursor: not redone"
     for misfit in ("x, y, 3, ", "x, c=2, "):        # the signature is not the one the code calls
         mon, row = monitor(misfit)
@@ -415,34 +434,17 @@ def test_after_a_keyword_every_argument_is_a_keyword_and_none_is_left_once_all_a
     # into a name mask with no name in it (free again), 30 times until the length limit. A
     # positional argument may not follow a keyword, so after one every argument is a keyword of
     # a parameter not bound yet — none left: the call may only close (`*x`/`**x` stay free)
-    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
-    from groundcode.api import CodeContext
-    from groundcode.decoding.guides.base import RowView
-    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
-    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.analysis.base import CallSignature, ParamSpec
+    from groundcode.decoding.guides.keyword_args import ARGS
 
-    sig = CallSignature("build", tuple(ParamSpec(n, "either", False)
-                                       for n in ("resource_uuid", "base", "suffix", "query_parameters")))
-
-    class Sigs:
-        def ask(self, q):
-            return Answered(SignatureAnswer(sig))
-
-        def deadline(self):
-            return 1.0
-
+    build = {"build": CallSignature("build", tuple(ParamSpec(n, "either", False)
+                                                   for n in ("resource_uuid", "base", "suffix", "query_parameters")))}
     tokens = ["", " file", "file", "x", ")", "\n)", " **", "*", "su", " suffix", "#"]
-    ids = {t: i for i, t in enumerate(tokens)}
 
     def refused(head: str, tok: str):
-        before = "def run(self, x):\n    url = build(" + head
-        ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
-                          starts_at_line=False)
-        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
-        mon.reset(row)
+        mon, row = _monitor(build, "def run(self, x):\n    url = build(" + head, tokens)
         assert mon.state == ARGS
-        got = mon.check(row, ids[tok])
-        return None if got is None else sorted(tokens[i] for i in got)
+        return _checked(mon, row, tok)
 
     every = '\n    "upload",\n    base="file",\n    suffix="u",\n    query_parameters=True,\n    '
     assert refused(every, " file") == ["\n)", ")"] and refused(every, "x") == ["\n)", ")"]
@@ -472,34 +474,17 @@ def test_with_kwargs_any_keyword_is_taken_and_positions_are_still_judged():
     # solvebio's `self.all(` — `def all(cls, **params)` — written by smollm2 with a list as its
     # argument (pylint: too many positional arguments). `**kwargs` used to leave the call free;
     # now any keyword name is taken while positions, `)` and a keyword's `=` are judged
-    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
-    from groundcode.api import CodeContext
-    from groundcode.decoding.guides.base import RowView
-    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
-    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.analysis.base import CallSignature, ParamSpec
+    from groundcode.decoding.guides.keyword_args import ARGS
 
     sigs = {"all": CallSignature("all", (), var_keyword=True),
             "get": CallSignature("get", (ParamSpec("a", "either", True),), var_keyword=True)}
-
-    class Sigs:
-        def ask(self, q):
-            return Answered(SignatureAnswer(sigs[q.name]))
-
-        def deadline(self):
-            return 1.0
-
     tokens = ["", "[", "1", "x", "x)", "x=", " y", ")", "\n)", " **", "#", "_z", ".", " =", "="]
-    ids = {t: i for i, t in enumerate(tokens)}
 
     def judged(call: str, tok: str):
-        before = "def run(self, x):\n    items = " + call
-        ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
-                          starts_at_line=False)
-        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
-        mon.reset(row)
+        mon, row = _monitor(sigs, "def run(self, x):\n    items = " + call, tokens)
         assert mon.state == ARGS and not row.triggers[-1].failed_open
-        got = mon.check(row, ids[tok])
-        return None if got is None else sorted(tokens[i] for i in got)
+        return _checked(mon, row, tok)
 
     keywords_or_close = sorted(["x", "x=", " y", "_z", ")", "\n)"])      # (never `x)` again)
     assert judged("self.all(", "[") == keywords_or_close == judged("self.all(", "1")
@@ -508,19 +493,12 @@ def test_with_kwargs_any_keyword_is_taken_and_positions_are_still_judged():
     assert judged("get(", "[") is None and judged("get(", ")") is not None           # `a` is required
     # a name begun in an earlier token, then `)` or `.`: a positional argument, where only
     # keywords may come (solvebio's `convert_to_solve_object(response, self` then `.`: session 40)
-    before = "def run(self, x):\n    items = get(1, "
-    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
-                      starts_at_line=False)
-    mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
-    mon.reset(row)
-    assert mon.check(row, ids["x"]) is None
-    row.tokens.append(ids["x"])
-    row.text += "x"
-    row.ends.append(len(row.text))
-    mon.advance(row, ids["x"])
+    mon, row = _monitor(sigs, "def run(self, x):\n    items = get(1, ", tokens)
+    assert _checked(mon, row, "x") is None
+    _accept(mon, row, "x")
     for tok in (")", "."):
-        assert sorted(tokens[i] for i in mon.check(row, ids[tok])) == [" =", "="], tok   # `x=` or `x =`
-    assert mon.check(row, ids[" ="]) is None and mon.check(row, ids["="]) is None
+        assert _checked(mon, row, tok) == [" =", "="], tok   # `x=` or `x =`
+    assert _checked(mon, row, " =") is None and _checked(mon, row, "=") is None
     assert judged("get(1, ", "_z") is None and judged("get(1, ", "1") is not None
 
 
@@ -528,32 +506,14 @@ def test_a_keywords_name_may_be_followed_by_blanks_before_its_equals():
     # pysyncobj: `TcpServer(poller, host, port, onNewConnection = …,\n sendBufferSize = …`; after
     # a keyword the name is held to the parameters left, and once whole the mask took only
     # tokens that begin with `=`: ` =` was refused (27 false blocks, session 40)
-    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
-    from groundcode.api import CodeContext
-    from groundcode.decoding.guides.base import RowView
-    from groundcode.decoding.guides.keyword_args import NARROW, KeywordArgMonitor
-    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.analysis.base import CallSignature, ParamSpec
+    from groundcode.decoding.guides.keyword_args import NARROW
 
-    sig = CallSignature("Srv", (ParamSpec("poller", "either", True), ParamSpec("on", "either", True),
-                                ParamSpec("size", "either", False)))
-
-    class Sigs:
-        def ask(self, q):
-            return Answered(SignatureAnswer(sig))
-
-        def deadline(self):
-            return 1.0
-
+    srv = {"Srv": CallSignature("Srv", (ParamSpec("poller", "either", True), ParamSpec("on", "either", True),
+                                        ParamSpec("size", "either", False)))}
     tokens = ["", "size", " =", "=", " ", " = 2", "==", ")", "\n"]
-    before = "def run(p):\n    s = Srv(p, on = 1,\n            "
-    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
-                      starts_at_line=False)
-    mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
-    mon.reset(row)
-    row.tokens.append(1)
-    row.text += "size"
-    row.ends.append(len(row.text))
-    mon.advance(row, 1)
+    mon, row = _monitor(srv, "def run(p):\n    s = Srv(p, on = 1,\n            ", tokens)
+    _accept(mon, row, "size")
     assert mon.state == NARROW
     assert sorted(tokens[i] for i in mon.mask(row)) == sorted([" =", "=", " ", " = 2"])
 
@@ -562,57 +522,36 @@ def test_a_call_inside_the_arguments_is_followed_then_the_one_around_it():
     # `pair(1, pair(2` — the inner call is followed (its `)` refused while `b` is unbound), then
     # the outer one again once the inner closes; an inner callee without a signature leaves the
     # outer one followed
-    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
-    from groundcode.api import CodeContext
-    from groundcode.decoding.guides.base import RowView
-    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
-    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.analysis.base import CallSignature, ParamSpec
+    from groundcode.decoding.guides.keyword_args import ARGS
 
-    pair = CallSignature("pair", (ParamSpec("a", "either", True), ParamSpec("b", "either", True)))
-
-    class Sigs:
-        def ask(self, q):
-            return Answered(SignatureAnswer(pair if q.name == "pair" else None))
-
-        def deadline(self):
-            return 1.0
-
+    pair = {"pair": CallSignature("pair", (ParamSpec("a", "either", True), ParamSpec("b", "either", True)))}
     tokens = ["", "1", ",", " pair(", " foo(", "2", ")", " 3", "))", " ok=", " b"]
-    ids = {t: i for i, t in enumerate(tokens)}
-    before = "def run():\n    x = pair("
-    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
-                      starts_at_line=False)
 
     def fresh():
-        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
-        mon.reset(row)
-        return mon, row
+        return _monitor(pair, "def run():\n    x = pair(", tokens)
 
     def write(mon, row, t):
-        assert mon.check(row, ids[t]) is None, t
-        row.tokens.append(ids[t])
-        row.text += t
-        row.ends.append(len(row.text))
-        return mon.advance(row, ids[t])
+        assert _checked(mon, row, t) is None, t
+        return _accept(mon, row, t)
 
     mon, row = fresh()
     for t in ["1", ",", " pair(", "2"]:
         assert write(mon, row, t) is None
     assert mon.state == ARGS and len(mon.outer) == 1 and mon.scan.positional == 0
-    assert mon.check(row, ids[")"]) is not None            # the inner pair(2) is short of `b`
+    assert _checked(mon, row, ")") is not None             # the inner pair(2) is short of `b`
     for t in [",", " 3", ")"]:
         assert write(mon, row, t) is None
-    assert mon.outer == () and mon.scan.positional == 1 and mon.check(row, ids[")"]) is None
+    assert mon.outer == () and mon.scan.positional == 1 and _checked(mon, row, ")") is None
     assert [r.receiver for r in row.triggers] == ["pair(", "pair("]
     mon, row = fresh()
     for t in ["1", ",", " foo(", "2"]:                      # no signature: not followed
         assert write(mon, row, t) is None
-    assert mon.outer == () and mon.check(row, ids[")"]) is None and mon.check(row, ids["))"]) is None
+    assert mon.outer == () and _checked(mon, row, ")") is None and _checked(mon, row, "))") is None
     mon, row = fresh()
     for t in ["1", ",", " pair(", "2", ","]:
         assert write(mon, row, t) is None
-    got = mon.check(row, ids[" ok="])                       # the inner call's keywords: b left
-    assert got is not None and [tokens[i] for i in got] == [" b"]
+    assert _checked(mon, row, " ok=") == [" b"]             # the inner call's keywords: b left
 
 
 def test_a_keyword_that_binds_a_parameter_bound_already_is_redone():
@@ -620,37 +559,18 @@ def test_a_keyword_that_binds_a_parameter_bound_already_is_redone():
     # `_x_request_elements_filter(…, request_type, …, request_type=…)` (a TypeError): a keyword
     # for a parameter bound by position or by an earlier keyword is rolled back like one the
     # callee does not take; arguments before the cursor that do so fail open
-    from groundcode.analysis.base import Answered, CallSignature, ParamSpec, SignatureAnswer
-    from groundcode.api import CodeContext
-    from groundcode.decoding.guides.base import RowView, as_rollback
-    from groundcode.decoding.guides.keyword_args import ARGS, KeywordArgMonitor
-    from groundcode.decoding.vocab import VocabIndex
+    from groundcode.analysis.base import CallSignature, ParamSpec
+    from groundcode.decoding.guides.keyword_args import ARGS
 
-    sig = CallSignature("f", (ParamSpec("a", "either", True), ParamSpec("b", "either", False),
-                              ParamSpec("c", "either", False)), var_keyword=True)
-
-    class Sigs:
-        def ask(self, q):
-            return Answered(SignatureAnswer(sig))
-
-        def deadline(self):
-            return 1.0
-
+    f = {"f": CallSignature("f", (ParamSpec("a", "either", True), ParamSpec("b", "either", False),
+                                  ParamSpec("c", "either", False)), var_keyword=True)}
     tokens = ["", " a", " b", "=", "1", ","]
-    ids = {t: i for i, t in enumerate(tokens)}
 
     def run(head: str, written: list[str]):
-        before = "def run(x):\n    f(" + head
-        ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
-                          starts_at_line=False)
-        mon, row = KeywordArgMonitor(Sigs(), reproducible=True), RowView(0, ctx, VocabIndex(tokens))
-        mon.reset(row)
+        mon, row = _monitor(f, "def run(x):\n    f(" + head, tokens)
         got = None
         for t in written:
-            row.tokens.append(ids[t])
-            row.text += t
-            row.ends.append(len(row.text))
-            got = as_rollback(mon.advance(row, ids[t])) or got
+            got = _accept(mon, row, t) or got
         return mon, row, got
 
     for head in ("x,", "x, b=2,"):                  # `a` by position; `b` by keyword
