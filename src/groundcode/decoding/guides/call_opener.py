@@ -40,14 +40,20 @@ class CallOpener:
                 if self.pending or self.state != WAIT:   # running, or open (no rollback into it)
                     return
 
+    def _ask_at(self, row: RowView, upto: int, paren: int | None = None) -> tuple | None:
+        """(callee, signature ticket) for the `(` that ends row.text[:upto] (`paren`: the
+        prompt's `(` at that offset instead); None where it opens no call."""
+        full = self.prefix + row.text[:upto]
+        callee = self._callee(full, len(full) - 1 if paren is None else paren)
+        return (callee, ask_signature(self, callee, row.text[:upto])) if callee else None
+
     def _call_at(self, row: RowView, upto: int, paren: int | None = None) -> None:
         """The `(` that ends row.text[:upto] (the prompt's own where upto == 0); `paren`: the
         prompt's `(` at that offset instead, its arguments begun before the cursor."""
-        full = self.prefix + row.text[:upto]
-        callee = self._callee(full, len(full) - 1 if paren is None else paren)
-        if not callee:
+        asked = self._ask_at(row, upto, paren)
+        if asked is None:
             return
-        ticket = ask_signature(self, callee, row.text[:upto])
+        callee, ticket = asked
         ans = ticket.result(0)
         if ans is None:
             self.pending = (ticket, callee, upto)

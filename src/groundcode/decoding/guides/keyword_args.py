@@ -124,6 +124,10 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         """The argument text of the call opened at `call_start` so far (the prompt's part too)."""
         return (self.head if call_start == 0 else "") + row.text[call_start:]
 
+    def _rescan(self, row: RowView) -> None:
+        """The argument text of the open call read again from its `(` (calls are short)."""
+        self.scan = ArgScanner().feed(self._args(row, self.call_start))
+
     def _arg_start(self) -> int | None:
         """Where the current argument began in the row's text (blanks before the cursor apart);
         None where the prompt wrote part of it: it cannot be redone."""
@@ -151,7 +155,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         self.record.rolled_back = True
         self.pending = None                       # the signature is known now
         self.state, self.typed = NARROW, ""
-        self.scan = ArgScanner().feed(self._args(row, self.call_start))
+        self._rescan(row)
         self.cs = None
         if self._candidates(row) is None:         # no parameter left to name: not a keyword
             self.state, self.need = ARGS, ""     # again (NARROW would leave it free: a loop)
@@ -252,7 +256,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             p.kind == "keyword" for p in sig.params)
         self.call_start = call_start
         self.state, self.cs, self.allowed = ARGS, None, frozenset()
-        self.scan = ArgScanner().feed(self._args(row, call_start))
+        self._rescan(row)
         if not sig.var_keyword and any(u not in sig.keywords() for u in self.scan.used):
             rec.reason = "keyword merged into the `(` token: not redone"
         return self._settle(row)
@@ -352,7 +356,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             if "(" in t:
                 self._try_call(row, t)
             return None
-        self.scan = ArgScanner().feed(self._args(row, self.call_start))
+        self._rescan(row)
         if self.state == NARROW:
             s = t
             if self.need:
@@ -377,14 +381,13 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         base = len(row.text) - len(t)
         for j, c in enumerate(t):
             upto = base + j + 1
-            full = self.prefix + row.text[:upto]
-            callee = self._callee(full, len(full) - 1) if c == "(" else ""
-            if not callee or ArgScanner().feed(row.text[upto:]).closed:
-                continue               # (no call, or one closed in this token: not followed)
-            ans = ask_signature(self, callee, row.text[:upto]).result(0)
+            if c != "(" or ArgScanner().feed(row.text[upto:]).closed:
+                continue               # (no `(`, or a call closed in this token: not followed)
+            asked = self._ask_at(row, upto)
+            ans = asked[1].result(0) if asked else None
             if ans is not None and ans.signature is not None:
                 self.outer += ((self.sig, self.keyword_only, self.record, self.call_start),)
-                return self._open_call(row, ans.signature, callee, upto)
+                return self._open_call(row, ans.signature, asked[0], upto)
         return None
 
     def _settle(self, row: RowView) -> int | None:
@@ -396,7 +399,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             if self.outer:             # back to the call this one was an argument of
                 (self.sig, self.keyword_only, self.record, self.call_start), self.outer = \
                     self.outer[-1], self.outer[:-1]
-                self.scan = ArgScanner().feed(self._args(row, self.call_start))
+                self._rescan(row)
                 self.cs, self.allowed = None, frozenset()
                 return self._settle(row)
             self.state = WAIT
