@@ -523,7 +523,7 @@ def test_a_call_inside_the_arguments_is_followed_then_the_one_around_it():
     # the outer one again once the inner closes; an inner callee without a signature leaves the
     # outer one followed
     from groundcode.analysis.base import CallSignature, ParamSpec
-    from groundcode.decoding.guides.keyword_args import ARGS
+    from groundcode.decoding.guides.keyword_args import ARGS, UNKNOWN
 
     pair = {"pair": CallSignature("pair", (ParamSpec("a", "either", True), ParamSpec("b", "either", True)))}
     tokens = ["", "1", ",", " pair(", " foo(", "2", ")", " 3", "))", " ok=", " b"]
@@ -545,9 +545,10 @@ def test_a_call_inside_the_arguments_is_followed_then_the_one_around_it():
     assert mon.outer == () and mon.scan.positional == 1 and _checked(mon, row, ")") is None
     assert [r.receiver for r in row.triggers] == ["pair(", "pair("]
     mon, row = fresh()
-    for t in ["1", ",", " foo(", "2"]:                      # no signature: not followed
+    for t in ["1", ",", " foo(", "2"]:                      # no signature: its syntax only
         assert write(mon, row, t) is None
-    assert mon.outer == () and _checked(mon, row, ")") is None and _checked(mon, row, "))") is None
+    assert len(mon.outer) == 1 and mon.sig is UNKNOWN
+    assert _checked(mon, row, ")") is None and _checked(mon, row, "))") is None
     mon, row = fresh()
     for t in ["1", ",", " pair(", "2", ","]:
         assert write(mon, row, t) is None
@@ -581,3 +582,77 @@ def test_a_keyword_that_binds_a_parameter_bound_already_is_redone():
     assert got is None and mon.state == ARGS
     mon, row, got = run("x, a=1, ", [])              # the prompt binds `a` twice: fail open
     assert mon.state != ARGS and row.triggers[-1].failed_open
+
+
+def test_a_call_whose_signature_is_unknown_has_its_syntax_judged():
+    # qwen at the keyword cursors: `np.fromfile(f, count=…, count=…)` — numpy's overloads name
+    # their positions differently (unknown), so the repeated keyword went through. What no call
+    # may do is judged whatever the callee: a keyword given twice is rolled back, a positional
+    # argument after a keyword refused; `*x`/`**x` and new keywords are free; the trigger says
+    # it failed open, and why
+    from groundcode.decoding.guides.keyword_args import ARGS, UNKNOWN
+
+    tokens = ["", " count", "=", "2", ",", " x", " x)", ")", "\n", " order", "*", "**kw", " = 3"]
+
+    def fresh(head="count=1, "):
+        return _monitor({}, "def run(f):\n    a = np.fromfile(f, " + head, tokens)
+
+    mon, row = fresh()
+    assert mon.state == ARGS and mon.sig is UNKNOWN and row.triggers[-1].failed_open
+    assert row.triggers[-1].reason == "signature unknown: only the call's syntax is judged"
+    assert mon.final_upto(row) == len(row.text)                # nothing begun that may be cut
+    assert _accept(mon, row, " count") is None and mon.final_upto(row) == 0
+    assert _checked(mon, row, "=") == ["2"]                    # `count` given: the name goes on
+    _accept(mon, row, "=")
+    back = _accept(mon, row, "2")
+    assert back is not None and back.reason == "wrong keyword" and back.length == 0
+    mon, row = fresh()
+    assert _checked(mon, row, " x)") == [" count", " order", " x", ")"]   # a keyword, or the end
+    for t in (" order", "*", "**kw"):
+        assert _checked(mon, row, t) is None, t
+    assert [_accept(mon, row, t) for t in (" order", " = 3")] == [None, None]
+    # a name, a line break, then `)`: still a positional argument after a keyword
+    mon, row = fresh()
+    assert _accept(mon, row, " x") is None and _checked(mon, row, "\n") is None
+    _accept(mon, row, "\n")
+    assert _checked(mon, row, ")") is not None
+    mon, row = fresh("")                                       # no keyword yet: positions are free
+    assert _checked(mon, row, " x)") is None and _checked(mon, row, ")") is None
+    # a definition's parameters are no call
+    for before in ("def run(a=1, ", "class A(Base, metaclass=M, ", "async def run(\n    a=1,\n    "):
+        mon, row = _monitor({}, before, tokens)
+        assert mon.state != ARGS and not row.triggers, before
+        assert _checked(mon, row, " x)") is None
+
+
+def test_a_lambdas_parameters_are_not_the_calls_arguments():
+    # `sorted(items, key=lambda a, b: …)`: the comma and the defaults of a lambda's parameters
+    # are not the call's (`b` read as a positional argument after a keyword was refused)
+    from groundcode.analysis.base import CallSignature, ParamSpec
+    from groundcode.pycode import ArgScanner
+
+    s = ArgScanner().feed("items, key=lambda a, b=(1, 2): a + b, c=lambda: 0, reverse=True")
+    assert s.used == ["key", "c", "reverse"] and s.positional == 1 and s.lambdas == 0
+    s = ArgScanner().feed("lambda a=1, b: a, x")
+    assert s.used == [] and s.positional == 1
+    assert ArgScanner().feed("mylambda, k=1").used == ["k"]
+    sig = {"f": CallSignature("f", (ParamSpec("items", "either", True), ParamSpec("key", "either", False)))}
+    tokens = ["", " b", " b:", ")", " c"]
+    mon, row = _monitor(sig, "def run(xs):\n    f(xs, key=lambda a,", tokens)
+    assert _checked(mon, row, " b:") is None and _accept(mon, row, " b:") is None
+    assert _checked(mon, row, " c") is None and _accept(mon, row, " c") is None
+    assert _checked(mon, row, ")") is None
+
+
+def test_a_positional_only_parameters_name_may_go_to_kwargs():
+    # `def f(a, /, **kw)`: `f(1, a=2)` passes `a=2` into `kw` — not a parameter bound twice
+    from groundcode.analysis.base import CallSignature, ParamSpec
+
+    f = {"f": CallSignature("f", (ParamSpec("a", "positional", True), ParamSpec("b", "either", False)),
+                            var_keyword=True)}
+    tokens = ["", " a", " b", "=", "2"]
+    mon, row = _monitor(f, "def run():\n    f(1, ", tokens)
+    assert [_accept(mon, row, t) for t in (" a", "=", "2")] == [None, None, None]
+    mon, row = _monitor(f, "def run():\n    f(1, b=1, ", tokens)
+    _accept(mon, row, " b")
+    assert "=" not in _checked(mon, row, "=")                # `b` is bound: the name goes on

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-_KW_EQ_DONE = re.compile(r"[ \t]*=[^=]")
-_KW_EQ_SOFAR = re.compile(r"[ \t]*=?")
+_KW_EQ_DONE = re.compile(r"[ \t\r\n\\]*=[^=]")      # (inside brackets a line may break
+_KW_EQ_SOFAR = re.compile(r"[ \t\r\n\\]*=?")        # between a keyword's name and its `=`)
 
 
 class ArgScanner:
@@ -35,6 +35,9 @@ class ArgScanner:
         self._arg = 0              # the current argument: 0 empty, 1 positional, 2 keyword, 3 `*`
         self._after = ""           # text after a complete leading identifier (to spot `=`)
         self._tail = ""            # last characters inside a triple-quoted string
+        self._word = ""            # the word being read at depth 0 (to see `lambda`)
+        self.lambdas = 0           # `lambda`s at depth 0 whose `:` is still to come: their
+                                   # parameters' commas and defaults are not the call's
         self._q, self._len, self._empty = "", 0, False
 
     def copy(self) -> "ArgScanner":
@@ -71,6 +74,17 @@ class ArgScanner:
         if self.comment:
             self.comment = c not in "\r\n"
             return
+        if self.depth == 0 and (c.isalnum() or c == "_"):
+            self._word += c
+        else:
+            if self._word == "lambda" and self.depth == 0:
+                self.lambdas += 1
+                self.ident, self.name_at, self.reading = "", -1, False
+            self._word = ""
+        if self.lambdas and self.depth == 0 and c in ":,=":
+            self.lambdas -= c == ":"
+            self.at_start = False
+            return                     # (a lambda's parameter list: not the call's arguments)
         if self.reading:
             if c.isalnum() or c == "_":
                 self.ident += c

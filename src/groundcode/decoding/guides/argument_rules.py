@@ -22,8 +22,14 @@ def _rebound(scan: ArgScanner, sig) -> list[str]:
     by the same keyword earlier (`f(x, x=1)`: a TypeError; `f(k=1, k=2)`: a SyntaxError)."""
     if scan.unpacked:
         return []
-    by_position = {p.name for p in sig.params[: scan.positional] if p.kind != "keyword"}
+    by_position = _by_position(sig, scan.positional)
     return [u for i, u in enumerate(scan.used) if u in by_position or u in scan.used[:i]]
+
+
+def _by_position(sig, positional: int) -> set:
+    """The parameters of `sig` that `positional` positional arguments bind and a keyword could
+    name too (a positional-only one's name may still go to `**kwargs`: `def f(a, /, **kw)`)."""
+    return {p.name for p in sig.params[:positional] if p.kind == "either"}
 
 
 class ArgumentRules:
@@ -36,6 +42,11 @@ class ArgumentRules:
         takes = sum(p.kind != "keyword" for p in sig.params)
         return (sig.var_keyword or all(u in sig.keywords() for u in scan.used)) and not _rebound(scan, sig) and (
             sig.var_positional or scan.unpacked or scan.positional + scan.positional_begun() <= takes)
+
+    def _taken(self) -> set:
+        """The names a keyword may no longer bind in the open call: passed as keywords, or bound
+        by position (`f(x, x=1)`: a TypeError; `f(k=1, k=2)`: a SyntaxError, whatever `f`)."""
+        return set(self.scan.used) | _by_position(self.sig, self.scan.positional)
 
     def _probe(self, t: str):
         """What token `t` would do at the call's top level, judged at its first telling
@@ -52,7 +63,7 @@ class ArgumentRules:
                     return "other", t[:i], t[i:i + 2]
                 if probe.ident and probe.name_at >= 0 and not (probe.reading and (c.isalnum() or c == "_")):
                     # (a name begun in an earlier token ends at `c`: `self` then `.`, `x` then `)`)
-                    return "after", t[:i], (probe._after + t[i:i + 2]).lstrip(" \t")
+                    return "after", t[:i], (probe._after + t[i:i + 2]).lstrip(" \t\r\n\\")
             probe.step(c)
             probe.pos += 1
             if probe.closed:

@@ -4,7 +4,9 @@ are the callable's parameters (the paper's "invalid usage of the target API").
 States (one row):
     WAIT     free decoding; an accepted token holding a code `(` after a callee (`client.op(`,
              `f(`) asks the analyzer for the callee's signature (`SignatureQuery`); known →
-             ARGS, unknown → stay (counted as failed open). An answer still running leaves
+             ARGS; unknown → ARGS with UNKNOWN (failed open: only what no call may do is
+             judged, a keyword given twice or a positional argument after a keyword); no
+             call where `def`/`class` comes before the name. An answer still running leaves
              decoding free; every accepted token polls it (no step waits); when it lands while
              the call is still open, ARGS starts from the text written so far (a wrong
              `name=` already written is rolled back as usual); a call closed first is "late".
@@ -62,6 +64,7 @@ import re
 
 import numpy as np
 
+from ...analysis.base import CallSignature
 from ...pycode import ArgScanner, Lexer, ident_run, open_paren, receiver_before
 from .base import Guide, Rollback, RowView, TriggerRecord
 from .argument_rules import ArgumentRules, _rebound
@@ -74,6 +77,10 @@ ARGS, NARROW = "args", "narrow"           # (WAIT: the call opener's, call_opene
 
 
 _KW_EQ = re.compile(r"[ \t]*=(?!=)")
+_DEFINED = re.compile(r"(?:^|[^\w.])(?:def|class)[ \t]+$")      # `def f(`, `class A(`: no call
+# a callee whose signature the analyzer does not know: any arguments, so only what no call may
+# do is judged — a keyword given twice, a positional argument after a keyword (SyntaxErrors)
+UNKNOWN = CallSignature("", (), var_positional=True, var_keyword=True)
 
 
 class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
@@ -166,8 +173,8 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         if self.state == WAIT:
             return min(len(row.text), self.pending[2]) if self.pending and self.rollback else len(row.text)
         at = self._arg_start()
-        if self.keyword_only or not self.rollback or at is None:
-            return len(row.text)
+        if self.keyword_only or not self.rollback or at is None or self.sig is UNKNOWN and self.scan.name_at < 0:
+            return len(row.text)       # (UNKNOWN: only a keyword begun may be cut)
         return min(len(row.text), at)
 
     # -- analysis -----------------------------------------------------------------------------
@@ -185,6 +192,8 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         callee = receiver_before(full, k)
         if not callee or not (callee[-1].isalnum() or callee[-1] == "_") or not self._paren_is_code(full, k):
             return ""
+        if _DEFINED.search(full, max(0, k - len(callee) - 80), k - len(callee)):
+            return ""                  # a definition's parameter list
         return callee
 
     def _opened(self, row: RowView, ans, callee: str, call_start: int) -> None:
@@ -232,8 +241,6 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         if ans is None:
             return None
         self.pending = None
-        if ans.signature is None:
-            return None
         if ArgScanner().feed(self._args(row, call_start)).closed:
             row.triggers.append(TriggerRecord(receiver=callee + "(", candidates=len(ans.signature.params),
                                               failed_open=True, reason="late"))
@@ -241,12 +248,15 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         return self._open_call(row, ans.signature, callee, call_start)
 
     def _open_call(self, row: RowView, sig, callee: str, call_start: int) -> int | None:
-        """A call with signature `sig` (None: unknown) opened at `call_start`: go to ARGS (the
-        state stays WAIT when the signature is unknown). With `**kwargs` any keyword is taken;
-        its positions, `)` and a keyword's `=` are still judged."""
+        """A call with signature `sig` (None: unknown) opened at `call_start`: go to ARGS. With
+        `**kwargs` any keyword is taken; its positions, `)` and a keyword's `=` are still
+        judged. Unknown: the signature fails open, the call's syntax is still judged (UNKNOWN:
+        a keyword given twice, a positional argument after a keyword)."""
+        rec = TriggerRecord(receiver=callee + "(", candidates=len(sig.params) if sig else 0)
         if sig is None:
-            return None
-        rec = TriggerRecord(receiver=callee + "(", candidates=len(sig.params))
+            if not self.arity:
+                return None
+            sig, rec.failed_open, rec.reason = UNKNOWN, True, "signature unknown: only the call's syntax is judged"
         row.triggers.append(rec)
         if call_start == 0 and self.head and not self._fits(ArgScanner().feed(self.head), sig):
             rec.failed_open, rec.reason = True, "the arguments before the cursor do not fit"
@@ -309,8 +319,8 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             rest = t[len(head) + len(name):]
             if kw and complete and rest.strip(" \t") and not _KW_EQ.match(rest):
                 ok = False              # a whole name, then not `=`: a positional argument
-            elif self.sig.var_keyword:
-                ok = True               # any keyword (`**kwargs`); a positional one shows at its end
+            elif self.sig.var_keyword:  # any keyword not bound yet (`**kwargs`); a positional one
+                ok = not (complete and _KW_EQ.match(rest) and name in self._taken())   # shows at its end
             elif cs is None:
                 ok = not kw
             elif kw:
@@ -329,6 +339,10 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         else:                           # after a keyword's name comes `=`
             c = found[2]                # what follows the name so far, then this token
             ok = c.startswith("=") and not c.startswith("==")
+            if ok and self.sig.var_keyword and self.scan.ident in self._taken():
+                self.record.constrained = True    # `k=` again (`**kwargs`: any name but a bound
+                ids = np.flatnonzero(_ident_start(row.vocab))     # one): the name goes on
+                return ids if len(ids) else None
             if not ok:
                 self.record.constrained = True
                 if c.startswith("=="):      # `=` is written: anything but a second one
@@ -385,7 +399,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
                 continue               # (no `(`, or a call closed in this token: not followed)
             asked = self._ask_at(row, upto)
             ans = asked[1].result(0) if asked else None
-            if ans is not None and ans.signature is not None:
+            if ans is not None:
                 self.outer += ((self.sig, self.keyword_only, self.record, self.call_start),)
                 return self._open_call(row, ans.signature, asked[0], upto)
         return None
