@@ -60,7 +60,10 @@ def _edited(ws: Path) -> tuple[str, int, int]:
 
 @pytest.fixture(scope="module")
 def client(ws, tiny_model_dir):
-    svc = Service(ServeOptions(workspaces=[ws], model=str(tiny_model_dir), max_body_bytes=64 << 10))
+    # (a generous deadline: these tests judge what is answered, not how fast — beside two
+    # CPU-bound processes the first request once passed the 30 s default before writing)
+    svc = Service(ServeOptions(workspaces=[ws], model=str(tiny_model_dir), max_body_bytes=64 << 10,
+                               deadline_s=180.0))
     with TestClient(create_app(svc), base_url="http://127.0.0.1", raise_server_exceptions=bool(os.environ.get("GC_RAISE"))) as c:
         assert svc.prewarmed.wait(60)
         yield c
