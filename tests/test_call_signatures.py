@@ -656,3 +656,38 @@ def test_a_positional_only_parameters_name_may_go_to_kwargs():
     mon, row = _monitor(f, "def run():\n    f(1, b=1, ", tokens)
     _accept(mon, row, " b")
     assert "=" not in _checked(mon, row, "=")                # `b` is bound: the name goes on
+
+
+def test_an_unknown_signature_that_lands_after_the_call_closed_is_late():
+    # not reproducible: the answer runs while decoding goes on; it lands (no signature) once the
+    # call was closed — recorded as late, as a known one is (its record read `signature.params`)
+    from groundcode.analysis.base import SignatureAnswer
+    from groundcode.api import CodeContext
+    from groundcode.decoding.guides.base import RowView
+    from groundcode.decoding.guides.keyword_args import KeywordArgMonitor, WAIT
+    from groundcode.decoding.vocab import VocabIndex
+
+    class Later:
+        done = False
+
+        def result(self, timeout=0):
+            return SignatureAnswer(None, failed="no signature") if self.done else None
+
+    ticket = Later()
+
+    class Slow:
+        def ask(self, q):
+            return ticket
+
+        def deadline(self):
+            return 1.0
+
+    before = "def run():\n    x = foo("
+    ctx = CodeContext(path=Path("a.py"), repo=Path("."), before=before, after="", lex_prefix=before,
+                      starts_at_line=False)
+    mon, row = KeywordArgMonitor(Slow()), RowView(0, ctx, VocabIndex(["", ")", "\n"]))
+    mon.reset(row)
+    assert mon.pending is not None and _accept(mon, row, ")") is None
+    ticket.done = True
+    assert _accept(mon, row, "\n") is None and mon.state == WAIT
+    assert [(r.receiver, r.failed_open, r.reason) for r in row.triggers] == [("foo(", True, "late")]

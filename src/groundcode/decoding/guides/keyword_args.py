@@ -242,7 +242,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
             return None
         self.pending = None
         if ArgScanner().feed(self._args(row, call_start)).closed:
-            row.triggers.append(TriggerRecord(receiver=callee + "(", candidates=len(ans.signature.params),
+            row.triggers.append(TriggerRecord(receiver=callee + "(", candidates=len((ans.signature or UNKNOWN).params),
                                               failed_open=True, reason="late"))
             return None
         return self._open_call(row, ans.signature, callee, call_start)
