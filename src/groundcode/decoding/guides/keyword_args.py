@@ -272,8 +272,7 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         return self._settle(row)
 
     def _candidates(self, row: RowView):
-        taken = [p.name for p in self.sig.params if p.kind != "keyword"][: self.scan.positional]
-        names = self.sig.keywords() - set(self.scan.used) - set(taken)     # never bound twice
+        names = self.sig.keywords() - self._taken()     # never bound twice
         if names != self.allowed or self.cs is None:
             self.allowed = names
             self.cs = row.vocab.candidates(names) if names else None
