@@ -137,3 +137,24 @@ def test_the_server_reads_the_configuration_the_compiler_checks(ts, tmp_path):
     done = subprocess.run([str(compiler()), "--noEmit", "--pretty", "false", "-p", "tsconfig.recipe.json"],
                           cwd=pkg, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout
+
+
+def test_a_call_cut_open_above_its_arguments_keeps_the_class_whole(ts):
+    """`this.|setLimit(` with its arguments and `)` on the lines below, inside a callback
+    (`on("x", () => {`): with the rest of the line cut, that `)` closed `on(` early and the class
+    ended there for the parser, so the members declared after the method were not in the answer
+    (pacer's `this.setOptions(` in the held-out audit: its one false block). The analyzer's view
+    gives the cut call its `(`; a `)` of the next lines that closes the line's own call is left
+    to it rather than closed twice."""
+    assert close_line("class R {\n  m() {\n    on('x', () => {\n      this.", 0, "",
+                      "\n        1,\n      );\n    });\n  }\n}\n") == "("
+    assert close_line("class R {\n  m() {\n    f(this.", 0, "", "\n      y)\n  }\n}\n") == ""
+    assert close_line("class R {\n  m() {\n    f(a, g(this.", 0, "", "\n      y)\n  }\n}\n") == ")"
+    assert close_line("class R {\n  m() {\n    f(this.", 0, "", "\n  }\n}\n") == ")"
+    wire = ('  wire(on: (e: string, f: () => void) => void): void {\n    on("x", () => {\n'
+            '      this.setLimit(\n        1,\n      );\n    });\n  }\n\n'
+            '  setLimit(n: number): void { this.count = n; }\n')
+    text = HOOKS.read_text().replace("  host(): number {", wire + "\n  host(): number {")
+    with LspAnalyzer(REPO, "typescript", deadline_s=30, cold_deadline_s=30) as a:
+        r = a.ask(MembersQuery(_cut(text, "      this.").splice(""), "this", ("w",))).result(30)
+        assert r.failed is None and {"setLimit", "host", "count"} <= r.names, r

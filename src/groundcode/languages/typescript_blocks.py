@@ -103,13 +103,28 @@ def _braces_closed(after: str) -> int:
     return -low
 
 
+@functools.lru_cache(maxsize=16)
+def _parens_closed(after: str) -> int:
+    """How many parentheses opened before `after` it closes (its `)` beyond its own `(`)."""
+    depth = low = 0
+
+    def paren(k: int, c: str) -> None:
+        nonlocal depth, low
+        depth += 1 if c == "(" else -1
+        low = min(low, depth)
+    _scan_code(_State(), after, 0, "()", paren)
+    return -low
+
+
 def close_line(before: str, drop: int, generated: str, after: str) -> str:
     """What the analyzer's view puts after the cursor, on its line, so that the cut the cursor
     makes does not break the file's structure: a line written up to `obj.` (the rest of it not
     yet written) leaves its `(`/`[` open and lost the `{` whose `}` follows in `after` — and
     TypeScript's parser then ends the class early and loses the members declared after it.
     The brackets opened on the cursor's line are closed, and braces are added (`{`) or closed
-    (`}` on the next line) so that `after`'s closing braces meet the blocks open at the cursor.
+    (`}` on the next line) so that `after`'s closing braces meet the blocks open at the cursor;
+    a `)` of `after` that closes a call the cut part of the line opened (`this.|setOptions(` with
+    its arguments on the lines below) gets its `(` (or the line's `)` is left to it).
     The line's brackets are left alone where the rest of the cursor's line is the user's text
     (`after`'s first line is not blank and nothing written yet broke the line: `foo(|)`); the
     braces are balanced always (a body's `after` starts with its own `}`, which closes no block
@@ -126,10 +141,18 @@ def close_line(before: str, drop: int, generated: str, after: str) -> str:
     while not users_line and stack and stack[-1][0] >= start and stack[-1][0] < text_end:
         k, c = stack.pop()
         closers.append((k, _CLOSER[c]))
+    opened = 0                                 # `(`s the cut part of the line opened that `after` closes
+    if not users_line:                         # (`this.|setOptions(` with its arguments on the lines below)
+        opened = _parens_closed(after) - sum(c == "(" for _, c in stack)
+        while opened > 0 and closers and closers[-1][1] == ")":
+            closers.pop()                      # `after`'s `)` closes it: `f(this.|x,` + `\n  y)`
+            opened -= 1
     out = "".join(c for _, c in closers)
     if not users_line:
         text = before[:head] + generated
         sub = _open_substitution(end_state, text, start)
+        if opened > 0 and sub < 0:             # else its `)` closes an enclosing call early, and the
+            out = "(" * opened + out           # class ends there for the parser (pacer's `.on(`)
         if sub >= 0:                           # cut inside a template's `${`: close it and the
             out = "".join(c for k, c in closers if k > sub) + "}`" + \
                 "".join(c for k, c in closers if k < sub)      # literal, else the file is text
