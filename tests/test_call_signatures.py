@@ -618,6 +618,8 @@ def test_a_call_whose_signature_is_unknown_has_its_syntax_judged():
     assert _checked(mon, row, ")") is not None
     mon, row = fresh("")                                       # no keyword yet: positions are free
     assert _checked(mon, row, " x)") is None and _checked(mon, row, ")") is None
+    # and a name being read cannot repeat one: its text is not held back from the editor's stream
+    assert _accept(mon, row, " count") is None and mon.final_upto(row) == len(row.text)
     # a definition's parameters are no call
     for before in ("def run(a=1, ", "class A(Base, metaclass=M, ", "async def run(\n    a=1,\n    "):
         mon, row = _monitor({}, before, tokens)

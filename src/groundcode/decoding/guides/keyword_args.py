@@ -173,8 +173,9 @@ class KeywordArgMonitor(CallOpener, ArgumentRules, Guide):
         if self.state == WAIT:
             return min(len(row.text), self.pending[2]) if self.pending and self.rollback else len(row.text)
         at = self._arg_start()
-        if self.keyword_only or not self.rollback or at is None or self.sig is UNKNOWN and self.scan.name_at < 0:
-            return len(row.text)       # (UNKNOWN: only a keyword begun may be cut)
+        if self.keyword_only or not self.rollback or at is None or \
+                self.sig is UNKNOWN and (self.scan.name_at < 0 or not self.scan.used):
+            return len(row.text)       # (UNKNOWN: only a keyword begun, and given before, may be cut)
         return min(len(row.text), at)
 
     # -- analysis -----------------------------------------------------------------------------
