@@ -1,10 +1,13 @@
 """Shared fixtures: a tiny Llama + BPE tokenizer built once per session (seconds, no hub)."""
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
 import pytest
+
+from groundcode import pyparse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -15,6 +18,10 @@ os.environ["GROUNDCODE_BUSY_SHARE"] = "inf"
 # the commands' default analyzer, `auto`, is ty+jedi where ty is installed (scripts/test installs
 # it): tests name what they drive; test_second_opinion.py and test_lsp_analyzer.py drive `auto`
 os.environ.setdefault("GROUNDCODE_ANALYZER", "jedi")
+# pytest parses source files while it formats a failure, on the main thread, while a server under
+# test may parse on its own threads: on CPython 3.11 the two can break each other's parse
+# (groundcode/pyparse.py; a CI worker was lost to it). Its parses take groundcode's lock too.
+ast.parse = pyparse.parse
 
 
 @pytest.fixture(scope="session")

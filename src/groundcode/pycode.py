@@ -346,6 +346,7 @@ def docstring_types(body: str, params: list[str]) -> dict[str, str]:
 def function_header(text: str) -> FunctionHeader | None:
     """The header of the function whose body `text` ends in, or None (no complete header)."""
     import ast
+    from . import pyparse
     defs = list(_DEF_HEAD.finditer(text))
     if not defs:
         return None
@@ -364,7 +365,7 @@ def function_header(text: str) -> FunctionHeader | None:
     if colon < 0:
         return None
     try:
-        args = ast.parse(head[: colon + 1] + " pass\n").body[0].args
+        args = pyparse.parse(head[: colon + 1] + " pass\n").body[0].args
     except (SyntaxError, IndexError, AttributeError):
         return None
     every = args.posonlyargs + args.args + args.kwonlyargs

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .errors import GroundcodeError
 from .lines import split_lines
+from . import pyparse
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ def _did_you_mean(tree, part: str, scope: str) -> str:
 def find_function(text: str, qualname: str, path: Path | None = None) -> FunctionSite:
     """Locate `qualname` (e.g. 'Cart.add') in `text`."""
     try:
-        tree = ast.parse(text)
+        tree = pyparse.parse(text)
     except SyntaxError as exc:
         raise GroundcodeError(f"{path or 'source'}: cannot parse (line {exc.lineno}: {exc.msg}); "
                               "fix the syntax error or use `groundcode complete` at a position") from None

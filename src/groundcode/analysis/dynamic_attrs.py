@@ -40,6 +40,7 @@ import re
 import textwrap
 
 from ..lines import split_lines      # ast's lines: \r\n, \r, \n (lines.py)
+from .. import pyparse
 
 _DYNAMIC_TEXT = re.compile(r"\b(?:self\.__dict__|vars\(self\))\.update\("
                            r"|\bself\.__dict__\[[^\]\n]*\]\s*=(?!=)|\bdef __getattr(?:ibute)?__\b")
@@ -157,7 +158,7 @@ def getattr_names(text: str, line: int) -> frozenset | None:
         # a string's line) goes to column 0, where it means the same to the parser
         cut.append(ln[indent:] if len(ln) > indent and not ln[:indent].strip() else ln.lstrip(" \t") or "\n")
     try:
-        tree = ast.parse("".join(cut))
+        tree = pyparse.parse("".join(cut))
     except (SyntaxError, ValueError):
         return None
     fn = tree.body[0] if tree.body else None
@@ -182,7 +183,7 @@ def _parse_lenient(src: str, tries: int = 4) -> tuple[ast.Module | None, str]:
     dropped: list = []
     for _ in range(tries + 1):
         try:
-            return ast.parse("".join(lines)), "".join(dropped)
+            return pyparse.parse("".join(lines)), "".join(dropped)
         except (SyntaxError, ValueError) as e:
             k = (getattr(e, "lineno", None) or 0) - 1
             if not 0 <= k < len(lines) or not lines[k].strip() or lines[k].lstrip().startswith("pass\n"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from .. import pyparse
 
 _HEADER = re.compile(r"(if|elif|while)\b(.*):\s*(#.*)?$", re.S)
 _EXIT = re.compile(r"(return|raise|continue|break)\b")
@@ -64,7 +65,7 @@ def _test(header: str):
     if m is None:
         return None, None
     try:
-        return m.group(1), ast.parse(m.group(2).strip(), mode="eval").body
+        return m.group(1), pyparse.parse(m.group(2).strip(), mode="eval").body
     except SyntaxError:
         return None, None
 
@@ -106,7 +107,7 @@ def isinstance_guards(code: str, line: int, column: int, receiver: str) -> list[
         elif ind == level:                                # an earlier statement of the block
             if stripped.startswith("assert "):
                 try:
-                    facts = _holds(ast.parse(stripped).body[0].test)
+                    facts = _holds(pyparse.parse(stripped).body[0].test)
                 except (SyntaxError, IndexError, AttributeError):
                     facts = []
             elif stripped.startswith("if "):
@@ -130,7 +131,7 @@ def _same_line(head: str, subjects: set) -> list:
     for m in _AND.finditer(head):
         if m.group(1) in subjects and not re.search(r"\b(or|if|else|lambda)\b|;", head[m.end():]):
             try:
-                cls = _classes(ast.parse(m.group(2), mode="eval").body)
+                cls = _classes(pyparse.parse(m.group(2), mode="eval").body)
             except SyntaxError:
                 continue
             if cls:

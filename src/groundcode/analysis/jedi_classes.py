@@ -33,6 +33,7 @@ import sysconfig
 from pathlib import Path
 
 from .dynamic_attrs import class_dynamics, getattr_names
+from .. import pyparse
 
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _NOTES: dict = {}     # (module path, line, name, text) -> (note, extra names); ("getattr", ...) -> names
@@ -144,7 +145,7 @@ def _class_head(lines: list, l0: int):
         depth -= ch in ")]}"
         head += ch
     try:
-        node = ast.parse(head + ":\n    pass\n").body[0]
+        node = pyparse.parse(head + ":\n    pass\n").body[0]
     except (SyntaxError, IndexError):
         return None, indent
     return (node if isinstance(node, ast.ClassDef) else None), indent

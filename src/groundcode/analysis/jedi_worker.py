@@ -433,9 +433,10 @@ def _declares_none(sig) -> bool:
 def _stub(node) -> bool:
     """Is the body of this `def` only a docstring, `pass`, `...` or `raise NotImplementedError`?"""
     import ast
+    from .. import pyparse
     import textwrap
     try:
-        body = ast.parse(textwrap.dedent(node.get_code().lstrip("\r\n"))).body[0].body
+        body = pyparse.parse(textwrap.dedent(node.get_code().lstrip("\r\n"))).body[0].body
     except Exception:                       # partial code around it: not known to be one
         return False
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \

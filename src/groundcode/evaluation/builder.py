@@ -216,8 +216,8 @@ def _import_task(src, rel, code, line, col) -> dict:
 
 def _tree(cache: dict, rel: str, code: str):
     if rel not in cache:
-        import ast
-        cache[rel] = (ast.parse(code), code.splitlines())
+        from .. import pyparse
+        cache[rel] = (pyparse.parse(code), code.splitlines())
     return cache[rel]
 
 

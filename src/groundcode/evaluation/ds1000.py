@@ -36,6 +36,7 @@ from ..errors import GroundcodeError
 from .execution import ExecutionResult, SandboxConfig, judged_program, new_nonce, run_many
 from ..jsonl import read_jsonl
 from .metrics import pass_at_k
+from .. import pyparse
 
 LIBRARY_MODULES = {"Pandas": "pandas", "Numpy": "numpy", "Matplotlib": "matplotlib", "Sklearn": "sklearn",
                    "Scipy": "scipy", "Pytorch": "torch", "Tensorflow": "tensorflow"}
@@ -62,7 +63,7 @@ def _modules(problem: dict) -> tuple:
     src = problem["code_context"]
     mods = set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", src, re.M))
     try:
-        for node in ast.walk(ast.parse(src)):
+        for node in ast.walk(pyparse.parse(src)):
             if isinstance(node, ast.Import):
                 mods |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from ..repo import FunctionSite, char_col, site_of
+from .. import pyparse
 
 INITIALIZERS = {"__init__", "__new__", "__init_subclass__", "__post_init__", "__class_getitem__"}
 
@@ -34,7 +35,7 @@ def functions(code: str, require_docstring: bool = True) -> list[FunctionSite]:
     """Functions and methods with a non-trivial body starting on its own line (and a docstring
     when `require_docstring`). Functions nested in other functions are skipped (their context is
     another function's body). Raises SyntaxError when the file does not parse."""
-    tree = ast.parse(code)
+    tree = pyparse.parse(code)
     lines = code.splitlines()
     out: list[FunctionSite] = []
 

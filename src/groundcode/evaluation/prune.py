@@ -14,6 +14,7 @@ Not here: running pylint (lint.py). Test: tests/test_bench_lint.py.
 from __future__ import annotations
 
 import ast
+from .. import pyparse
 
 STUB = "raise NotImplementedError"
 
@@ -38,7 +39,7 @@ def _self_assignments(fn: ast.AST, lines: list[str]) -> list[tuple[int, str]]:
 def prune(text: str, first_line: int, last_line: int) -> str:
     """`text` with every function outside [first_line, last_line] stubbed; same number of lines."""
     try:
-        tree = ast.parse(text)
+        tree = pyparse.parse(text)
     except (SyntaxError, ValueError):
         return text
     lines = text.split("\n")
@@ -76,7 +77,7 @@ def prune(text: str, first_line: int, last_line: int) -> str:
             lines[fn.end_lineno - 1] += "; " + STUB
     out = "\n".join(lines)
     try:
-        ast.parse(out)
+        pyparse.parse(out)
     except (SyntaxError, ValueError):
         return text                       # never make a file worse than it was
     return out

@@ -10,6 +10,7 @@ import ast
 import re
 
 import parso
+from .. import pyparse
 
 
 def module_names(code: str) -> frozenset:
@@ -31,7 +32,7 @@ _GLOBAL = re.compile(r"\bglobal\b")
 
 def _ast_module_names(code: str) -> frozenset | None:
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     out: set[str] = set()

@@ -31,6 +31,7 @@ import parso
 from ..pycode import indent_width, lex
 from .python_bindings import module_names  # noqa: F401  (re-exported: python_modules reads it here)
 from .python_inner_names import bound_inside, inner_only, leaves as _leaves, read_inside
+from .. import pyparse
 
 IMPLICIT = frozenset(dir(builtins)) | frozenset({
     "__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
@@ -71,7 +72,7 @@ def star_modules(code: str) -> list[str] | None:
     """The modules `code` star-imports (`from .x import *` gives ".x"), in order; None where
     Python's parser cannot read the code."""
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return ["." * n.level + (n.module or "") for n in ast.walk(tree)

@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..decoding.prompt import PromptBlock
+from .. import pyparse
 
 
 @dataclass
@@ -137,7 +138,7 @@ class ModuleInfo:
 def _module_info(text: str, path: Path, package: str) -> ModuleInfo:
     info = ModuleInfo(path)
     try:
-        tree = ast.parse(text)
+        tree = pyparse.parse(text)
     except SyntaxError:
         return info
     info.tree = tree

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..pycode import ArgScanner
+from .. import pyparse
 
 _CALL = re.compile(r"(?P<recv>(?:[A-Za-z_][\w]*\.)*)(?P<name>[A-Za-z_]\w*)[ \t]*(?P<paren>\()?")
 
@@ -69,7 +70,7 @@ def _arguments(code: str, at: int, open_end: int, recv: str, name: str) -> Invoc
     if not scan.closed:
         return inv
     try:
-        call = ast.parse(code[at:i], mode="eval").body
+        call = pyparse.parse(code[at:i], mode="eval").body
     except SyntaxError as exc:
         inv.duplicate_keywords = "repeated" in str(exc)
         return inv

@@ -26,6 +26,7 @@ from typing import Iterator
 
 from ..errors import GroundcodeError
 from .snippet import Snippet
+from .. import pyparse
 
 _HEADER = re.compile(r"^\s*(\w[\w ]*)\n\s*-{3,}\s*$", re.M)
 _DIRECTIVE = re.compile(r"\s*#\s*doctest:.*$")
@@ -125,7 +126,7 @@ def split_examples(section: str) -> list[tuple[str, str]]:
 
 def _only_imports(code: str) -> bool:
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
     except SyntaxError:
         return not code.strip()
     return all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
@@ -183,7 +184,7 @@ def package_snippets(info: PackageInfo, progress=None, summaries: dict | None = 
             if ">>>" not in text:
                 continue
             try:
-                tree = ast.parse(text)
+                tree = pyparse.parse(text)
             except (SyntaxError, ValueError):
                 continue
             module = ".".join(parts)[:-3].removesuffix(".__init__")

@@ -126,10 +126,10 @@ def _receiver(code_lines: list[str], site) -> str | None:
     """The first parameter's name of a method (self/cls), else None."""
     if not site.is_method:
         return None
-    import ast
+    from .. import pyparse
     header = "".join(code_lines[site.def_line - 1: site.header_end]).strip()
     try:
-        fn = ast.parse(header + "\n    pass\n").body[0]
+        fn = pyparse.parse(header + "\n    pass\n").body[0]
     except SyntaxError:
         return None
     args = getattr(fn, "args", None)

@@ -18,7 +18,6 @@ Test: tests/test_training_corpus.py.
 """
 from __future__ import annotations
 
-import ast
 import gzip
 import hashlib
 import json
@@ -33,6 +32,7 @@ from pathlib import Path
 from ..errors import GroundcodeError
 from ..jsonl import read_jsonl
 from . import decontam, licenses
+from .. import pyparse
 
 EXCLUDED_LIST = Path(__file__).resolve().parent.parent / "data" / "excluded_packages.txt"
 
@@ -165,7 +165,7 @@ def check_file(path: str, cfg: CorpusConfig | None = None, task_hashes: set[str]
     if _GENERATED.search("\n".join(lines[:10])):
         return "generated", None
     try:
-        tree = ast.parse(text)
+        tree = pyparse.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "syntax", None
     if task_hashes and decontam.function_hashes(tree) & task_hashes:

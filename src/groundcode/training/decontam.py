@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 from ..jsonl import read_jsonl
+from .. import pyparse
 
 # Fields that hold a whole function, and (head, body) pairs that make one when joined.
 WHOLE_FIELDS = ("function", "code", "reference_function", "solution", "canonical_solution", "reference")
@@ -53,7 +54,7 @@ def text_function_hashes(text: str) -> set[str]:
     """Hashes of the functions in a code string; empty when it does not parse as code."""
     for candidate in (text, textwrap.dedent(text)):
         try:
-            return function_hashes(ast.parse(candidate))
+            return function_hashes(pyparse.parse(candidate))
         except (SyntaxError, ValueError):
             continue
     return set()
