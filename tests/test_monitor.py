@@ -15,7 +15,9 @@ from scripted import ScriptedLM, planted  # the model writes the body's indentat
 def _gen(tiny_lm, rules, monitored: bool):
     vocab = VocabIndex.for_tokenizer(tiny_lm.tokenizer)
     lm = LoadedModel(ScriptedLM(tiny_lm, vocab, rules), tiny_lm.tokenizer, "scripted", "cpu", "float32")
-    return Generator(lm, MonitorConfig(enabled=monitored))
+    # (a generous analysis deadline: these tests judge what the monitor does with an answer; on a
+    # loaded machine Jedi's answer once passed the 2 s default and the trigger failed open)
+    return Generator(lm, MonitorConfig(enabled=monitored, deadline_s=60.0))
 
 
 def _run(gen, ctx, n_tokens=60):

@@ -60,10 +60,11 @@ def _edited(ws: Path) -> tuple[str, int, int]:
 
 @pytest.fixture(scope="module")
 def client(ws, tiny_model_dir):
-    # (a generous deadline: these tests judge what is answered, not how fast — beside two
-    # CPU-bound processes the first request once passed the 30 s default before writing)
+    # (generous deadlines: these tests judge what is answered, not how fast — beside two
+    # CPU-bound processes the first request once passed the 30 s default before writing, and an
+    # analysis may pass the 2 s default, which fails its trigger open)
     svc = Service(ServeOptions(workspaces=[ws], model=str(tiny_model_dir), max_body_bytes=64 << 10,
-                               deadline_s=180.0))
+                               deadline_s=180.0, analysis_deadline_s=60.0))
     with TestClient(create_app(svc), base_url="http://127.0.0.1", raise_server_exceptions=bool(os.environ.get("GC_RAISE"))) as c:
         assert svc.prewarmed.wait(60)
         yield c
