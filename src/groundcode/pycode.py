@@ -346,6 +346,7 @@ def docstring_types(body: str, params: list[str]) -> dict[str, str]:
 def function_header(text: str) -> FunctionHeader | None:
     """The header of the function whose body `text` ends in, or None (no complete header)."""
     import ast
+
     from . import pyparse
     defs = list(_DEF_HEAD.finditer(text))
     if not defs:

@@ -17,7 +17,7 @@ import ast
 import threading
 
 _parse = ast.parse          # the interpreter's own, kept before anything may wrap ast.parse
-_LOCK = threading.RLock()
+_LOCK = threading.RLock()   # re-entrant: a finalizer run inside a parse may parse on the same thread
 _TRIES = 3
 
 
@@ -29,10 +29,10 @@ def spurious(exc: BaseException) -> bool:
 def parse(source, filename="<unknown>", mode="exec", **kwargs) -> ast.AST:
     """`ast.parse`, one thread at a time; a SyntaxError is raised as ast.parse raises it."""
     with _LOCK:
-        for attempt in range(_TRIES):
+        for _ in range(_TRIES - 1):
             try:
                 return _parse(source, filename, mode, **kwargs)
             except SystemError as exc:
-                if not spurious(exc) or attempt == _TRIES - 1:
+                if not spurious(exc):
                     raise
-    raise AssertionError("unreachable")
+        return _parse(source, filename, mode, **kwargs)     # the last try's error is raised

@@ -433,8 +433,9 @@ def _declares_none(sig) -> bool:
 def _stub(node) -> bool:
     """Is the body of this `def` only a docstring, `pass`, `...` or `raise NotImplementedError`?"""
     import ast
-    from .. import pyparse
     import textwrap
+
+    from .. import pyparse
     try:
         body = pyparse.parse(textwrap.dedent(node.get_code().lstrip("\r\n"))).body[0].body
     except Exception:                       # partial code around it: not known to be one
